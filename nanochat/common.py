@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp', 'in_notebook', 'print0',
-           'get_base_dir', 'atomic_write', 'autodetect_device_type', 'get_compute_dtype', 'cpu_bf16_matmul_is_fast',
-           'compute_init', 'compute_cleanup', 'str2bool', 'config_parser', 'parse_config', 'asdict_config',
-           'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'ddp_allreduce_check', 'run_torchrun']
+           'get_base_dir', 'atomic_write', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
+           'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'str2bool', 'config_parser', 'parse_config',
+           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'ddp_allreduce_check',
+           'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
-import os, re, sys, json, time, logging, argparse, tempfile, functools
+import os, re, sys, json, time, logging, argparse, tempfile, functools, contextlib
 import dataclasses
 from dataclasses import dataclass, fields, MISSING
 from typing import get_type_hints
@@ -99,16 +100,28 @@ def autodetect_device_type():
 _DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16,
            'float16': torch.float16, 'fp16': torch.float16}
 
+def parse_dtype(name, what='dtype'):
+    "A torch dtype from its name (`float32`, `bf16`, ...); a clear error naming `what` otherwise"
+    key = str(name).strip().lower().replace('torch.', '')
+    if key not in _DTYPES: raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
+    return _DTYPES[key]
+
 def get_compute_dtype(device_type=None):
     "Compute dtype: env `NANOCHAT_DTYPE` if set, else bf16 on CUDA sm80+, else fp32"
-    env = os.environ.get('NANOCHAT_DTYPE', '').strip().lower()
-    if env:
-        if env not in _DTYPES: raise ValueError(f"NANOCHAT_DTYPE={env!r} is not one of {sorted(_DTYPES)}")
-        return _DTYPES[env]
+    env = os.environ.get('NANOCHAT_DTYPE', '').strip()
+    if env: return parse_dtype(env, 'NANOCHAT_DTYPE')
     device_type = device_type or autodetect_device_type()
     if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
         return torch.bfloat16
     return torch.float32
+
+# %% ../nbs/00_common.ipynb #4be018df
+def autocast_ctx(device_type=None, dtype=None):
+    "The precision policy, wrapped around every forward: autocast to the compute dtype, or a no-op for fp32"
+    device_type = device_type or autodetect_device_type()
+    dtype = dtype or get_compute_dtype(device_type)
+    if dtype == torch.float32: return contextlib.nullcontext()  # fp32 weights, fp32 compute: nothing to do
+    return torch.amp.autocast(device_type=device_type, dtype=dtype)
 
 # %% ../nbs/00_common.ipynb #77b80c2b
 @functools.cache
