@@ -10,7 +10,7 @@ __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_larges
 import os, re, glob, json, pickle, zipfile
 import torch
 import torch.distributed as dist
-from .common import get_base_dir, atomic_write, logger
+from .common import get_base_dir, atomic_write, get_compute_dtype, logger
 
 # %% ../nbs/07_checkpoint.ipynb #4f6de2fc
 def _torch_save_atomic(obj, path):
@@ -18,7 +18,8 @@ def _torch_save_atomic(obj, path):
     atomic_write(path, lambda f: torch.save(obj, f))
 
 def save_checkpoint(checkpoint_dir, step, model_data, optimizer_data, meta_data, rank=0):
-    "Write optim (each rank), then model and meta (rank 0): meta last, so an interrupted save is never 'latest'"
+    """Write optim (each rank), then model and meta (rank 0): meta last, so an interrupted save is never 'latest'.
+    Collective under torchrun: every rank must call it (the ranks meet at a barrier before rank 0 writes the model)."""
     os.makedirs(checkpoint_dir, exist_ok=True)
     if optimizer_data is not None:  # optimizer state is sharded across ranks: each rank saves its own
         _torch_save_atomic(optimizer_data, os.path.join(checkpoint_dir, f"optim_{step:06d}_rank{rank:d}.pt"))
@@ -37,8 +38,13 @@ def _load_file(path, device=None):
     try:
         if path.endswith('.json'):
             with open(path, encoding='utf-8') as f: return json.load(f)
-        return torch.load(path, map_location=device, weights_only=False)
-    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as e:
+        return torch.load(path, map_location=device, weights_only=True)  # tensors and plain containers only
+    except pickle.UnpicklingError as e:  # weights_only refuses arbitrary objects, which could run code on load
+        if 'Weights only load failed' not in str(e): raise RuntimeError(f"checkpoint file {path} is corrupt ({e})") from e
+        raise RuntimeError(f"checkpoint file {path} holds objects other than tensors and plain containers; it is "
+                           f"refused because unpickling it could run arbitrary code. Re-save it with state_dict()s "
+                           f"only, or load it yourself with torch.load(weights_only=False) if you trust it.") from e
+    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as e:
         raise RuntimeError(f"checkpoint file {path} is truncated or corrupt ({type(e).__name__}: {e}). "
                            f"Delete it, or load an earlier step.") from e
 
@@ -91,7 +97,7 @@ def build_model(checkpoint_dir, step, device, phase):
     assert phase in ("train", "eval"), f"Invalid phase: {phase}"
     device = torch.device(device)
     model_data, _, meta_data = load_checkpoint(checkpoint_dir, step, device, load_optimizer=False)
-    if device.type in ("cpu", "mps"):
+    if get_compute_dtype(device.type) == torch.float32:  # the precision policy: a bf16 GPU checkpoint runs fp32 here
         model_data = {k: v.float() if v.dtype == torch.bfloat16 else v for k, v in model_data.items()}
     model_data = {k.removeprefix("_orig_mod."): v for k, v in model_data.items()}  # torch.compile's prefix
     model_config_kwargs = _patch_missing_config_keys(dict(meta_data["model_config"]))

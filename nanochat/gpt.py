@@ -259,9 +259,9 @@ def init_weights(self):
         torch.nn.init.uniform_(ve.weight, -s, s) # like c_v
     head_dim = self.config.n_embd // self.config.n_head
     self.cos, self.sin = self._precompute_rotary_embeddings(self.rotary_seq_len, head_dim)
-    # Cast embeddings to bf16 on a bf16 GPU: optimizer can tolerate it and it saves memory
-    device_type = self.transformer.wte.weight.device.type
-    if device_type == "cuda" and get_compute_dtype(device_type) == torch.bfloat16:
+    # Embeddings are stored in the compute dtype (bf16 on a bf16 GPU, or anywhere NANOCHAT_DTYPE=bfloat16): a lookup
+    # is not a matmul, so autocast would not cast it; the optimizer tolerates it and it halves their memory
+    if get_compute_dtype(self.transformer.wte.weight.device.type) == torch.bfloat16:
         self.transformer.wte.to(dtype=torch.bfloat16)
         for ve in self.value_embeds.values():
             ve.to(dtype=torch.bfloat16)

@@ -12,7 +12,7 @@ __all__ = ['newtonschulz5_coeffs', 'polar_express_coeffs', 'zeropower_fns', 'USE
 import os
 import torch
 import torch.distributed as dist
-from .common import get_dist_info, print0, cpu_bf16_matmul_is_fast
+from .common import get_dist_info, print0, cpu_bf16_matmul_is_fast, parse_dtype
 
 # %% ../nbs/06_optim.ipynb #ecc6a74c
 newtonschulz5_coeffs = (3.4445, -4.7750, 2.0315)  # the same (a, b, c) at every step
@@ -25,15 +25,11 @@ polar_express_coeffs = [
     (2.3465413258596377, -1.7097828382687081, 0.42323551169305323),
 ]
 
-_ORTH_DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16}
-
 def get_orth_dtype(device, dtype=None):
     "Dtype for the orthogonalization: `dtype`, else env NANOCHAT_ORTH_DTYPE, else bf16 on CUDA and on CPUs where bf16 is fast, else fp32"
     if dtype is not None: return dtype
-    env = os.environ.get('NANOCHAT_ORTH_DTYPE', '').strip().lower()
-    if env:
-        if env not in _ORTH_DTYPES: raise ValueError(f"NANOCHAT_ORTH_DTYPE={env!r} is not one of {sorted(_ORTH_DTYPES)}")
-        return _ORTH_DTYPES[env]
+    env = os.environ.get('NANOCHAT_ORTH_DTYPE', '').strip()
+    if env: return parse_dtype(env, 'NANOCHAT_ORTH_DTYPE')
     device_type = torch.device(device).type
     if device_type == 'cuda' or (device_type == 'cpu' and cpu_bf16_matmul_is_fast()): return torch.bfloat16
     return torch.float32

@@ -10,12 +10,11 @@ __all__ = ['EVAL_MODES', 'EVAL_BUNDLE_URL', 'BaseEvalConfig', 'parse_eval_modes'
 # %% ../../nbs/25_base_eval.ipynb #e29d63bc
 import os, csv, json, time, random, shutil, zipfile, tempfile, fcntl
 import urllib.request, urllib.error
-from contextlib import nullcontext
 from dataclasses import dataclass
 import yaml
 import torch
 from ..common import (compute_init, compute_cleanup, print0, get_base_dir, parse_config, config_parser,
-                             get_compute_dtype, atomic_write, in_notebook)
+                             autocast_ctx, atomic_write, in_notebook)
 from ..core_eval import evaluate_task
 from ..loss_eval import evaluate_bpb
 
@@ -178,14 +177,12 @@ def main(argv=None):
     elif 'core' in eval_modes: eval_bundle_dir = ensure_eval_bundle(cfg.eval_bundle_dir)
     from nanochat.checkpoint_manager import load_model
     ddp, rank, local_rank, world_size, device = compute_init(cfg.device_type)
-    dtype = get_compute_dtype(device.type)
-    autocast_ctx = torch.amp.autocast(device_type=device.type, dtype=dtype) if device.type == 'cuda' and dtype != torch.float32 else nullcontext()
     model, tokenizer, meta = load_model('base', device, phase='eval', model_tag=cfg.model_tag, step=cfg.step)
     sequence_len = meta['model_config']['sequence_len']
     model_name, model_slug = f"base_model (step {meta['step']})", f"base_model_{meta['step']:06d}"
     print0(f"Evaluating {model_name}: {', '.join(sorted(eval_modes))}")
     out = {'model': model_name, 'core': None, 'bpb': None, 'csv_path': None}
-    with autocast_ctx:
+    with autocast_ctx(device.type):  # the precision policy (common)
         if 'bpb' in eval_modes:
             out['bpb'] = evaluate_bpb_splits(model, tokenizer, device, sequence_len, cfg.device_batch_size, cfg.split_tokens, world_size)
         if 'core' in eval_modes:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, asdict
 import torch
 import torch.distributed as dist
 from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, get_peak_flops,
-                             get_compute_dtype, parse_config, asdict_config, get_wandb, in_notebook, logger)
+                             autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook, logger)
 
 # %% ../../nbs/24_base_train.ipynb #76100585
 @dataclass
@@ -182,7 +182,8 @@ def train_step(run):
     sync = torch.cuda.synchronize if run.device_type == "cuda" else (lambda: None)
     sync(); t0 = time.time()
     for micro_step in range(run.grad_accum_steps):
-        loss = run.model(run.x, run.y)
+        with autocast_ctx(run.device_type):  # the precision policy (common): bf16 autocast on a bf16 GPU, a no-op in fp32
+            loss = run.model(run.x, run.y)
         train_loss = loss.detach()
         (loss / run.grad_accum_steps).backward()
         run.consumed_state = run.loader_state  # the data position after the batch just used
@@ -236,7 +237,8 @@ def evaluate_val_bpb(run):
     steps = max(1, cfg.eval_tokens // (cfg.device_batch_size * cfg.max_seq_len * run.world_size))
     loader = tokenizing_distributed_data_loader_bos_bestfit(run.tokenizer, cfg.device_batch_size, cfg.max_seq_len, split="val", device=run.device)
     run.model.eval()
-    bpb = evaluate_bpb(run.model, loader, steps, run.token_bytes)
+    with autocast_ctx(run.device_type):
+        bpb = evaluate_bpb(run.model, loader, steps, run.token_bytes)
     run.model.train()
     st = run.state
     st.val_bpb, st.min_val_bpb = bpb, min(st.min_val_bpb, bpb)
@@ -251,7 +253,8 @@ def sample(run, max_tokens=16):
     out = []
     for prompt in SAMPLE_PROMPTS:
         tokens = run.tokenizer.encode(prompt, prepend=run.tokenizer.get_bos_token_id())
-        gen = list(run.orig_model.generate(tokens, max_tokens=max_tokens, temperature=0))
+        with autocast_ctx(run.device_type):
+            gen = list(run.orig_model.generate(tokens, max_tokens=max_tokens, temperature=0))
         out.append(run.tokenizer.decode(tokens[1:] + gen))
         print0(out[-1])
     run.orig_model.train()
@@ -268,8 +271,9 @@ def evaluate_core_metric(run):
         run.core_unavailable = True
         return None
     run.orig_model.eval()
-    results = evaluate_core(run.orig_model, run.tokenizer, run.device, bundle, max_per_task=run.cfg.core_metric_max_per_task,
-                            max_seq_len=run.cfg.max_seq_len)
+    with autocast_ctx(run.device_type):
+        results = evaluate_core(run.orig_model, run.tokenizer, run.device, bundle,
+                                max_per_task=run.cfg.core_metric_max_per_task, max_seq_len=run.cfg.max_seq_len)
     run.orig_model.train()
     print0(f"Step {run.state.step:05d} | {results['core_label']}: {results['core_metric']:.4f}")
     run.wandb.log({"step": run.state.step, "core_metric": results["core_metric"]})

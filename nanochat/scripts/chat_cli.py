@@ -6,10 +6,11 @@
 __all__ = ['chat_parser', 'stream_text', 'ChatSession', 'main']
 
 # %% ../../nbs/30_chat_cli.ipynb #41cfce84
+import os
 import sys
 import argparse
 import torch
-from ..common import compute_init, autodetect_device_type, in_notebook
+from ..common import compute_init, autodetect_device_type, autocast_ctx, parse_dtype, in_notebook
 from ..engine import Engine
 from ..checkpoint_manager import load_model
 
@@ -24,6 +25,7 @@ def chat_parser():
     parser.add_argument('-t', '--temperature', type=float, default=0.6, help='Temperature for generation')
     parser.add_argument('-k', '--top-k', type=int, default=50, help='Top-k sampling parameter')
     parser.add_argument('--max-tokens', type=int, default=256, help='Maximum tokens per reply')
+    parser.add_argument('-d', '--dtype', type=str, default='', help='float32|bfloat16 (empty = NANOCHAT_DTYPE, else the device default)')
     parser.add_argument('--device-type', type=str, default='', choices=['cuda', 'cpu', 'mps'], help='Device type for evaluation: cuda|cpu|mps. empty => autodetect')
     return parser
 
@@ -73,6 +75,7 @@ def main(argv=None):
     "Chat with a checkpoint in the terminal (multi-turn), or answer one prompt with -p"
     args = chat_parser().parse_args(argv)
     device_type = autodetect_device_type() if args.device_type == "" else args.device_type
+    if args.dtype: os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
     if device.type == "cpu": torch.set_num_threads(1)  # batch-1 decode: one thread is faster and steadier (bench_engine)
     try:
@@ -95,7 +98,8 @@ def main(argv=None):
             session.clear(); print("Conversation cleared."); continue
         if not user_input: continue
         print("\nAssistant: ", end="", flush=True)
-        session.respond(user_input)
+        with autocast_ctx(device.type):  # the precision policy (common), around every forward
+            session.respond(user_input)
         print()
         if args.prompt: break
     return session

@@ -13,10 +13,10 @@ __all__ = ['SHORT_FLAGS', 'MAX_MESSAGES_PER_REQUEST', 'MAX_MESSAGE_LENGTH', 'MAX
 # %% ../../nbs/31_chat_web.ipynb #f4d4788e
 import os, sys, json, time, random, asyncio, threading
 from dataclasses import dataclass, asdict
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from typing import List, Optional
 import torch
-from ..common import (parse_config, autodetect_device_type, get_compute_dtype, setup_default_logging,
+from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_dtype, setup_default_logging,
                              logger, in_notebook, get_base_dir)
 from ..checkpoint_manager import load_model, resolve_checkpoint, save_checkpoint, CHECKPOINT_DIRS
 from ..tokenizer import CharLevelTokenizer, save_token_bytes
@@ -143,7 +143,6 @@ class Worker:
     device: torch.device
     engine: object
     tokenizer: object
-    autocast_ctx: object
     max_context: int  # prompt + reply tokens must fit in the model's sequence length
     requests: int = 0  # replies generated so far
     tokens: int = 0  # tokens generated so far
@@ -175,18 +174,14 @@ def load_workers(cfg):
     if device_type != 'cuda' and cfg.num_gpus != 1: raise ValueError(f"--num-gpus={cfg.num_gpus}: only CUDA can run several workers")
     if device_type == 'cuda' and cfg.num_gpus > torch.cuda.device_count():
         raise ValueError(f"--num-gpus={cfg.num_gpus} but only {torch.cuda.device_count()} GPUs are visible")
-    dtypes = {'float32': torch.float32, 'bfloat16': torch.bfloat16}
-    if cfg.dtype and cfg.dtype not in dtypes: raise ValueError(f"--dtype={cfg.dtype!r}: use one of {list(dtypes)}")
-    dtype = dtypes[cfg.dtype] if cfg.dtype else get_compute_dtype(device_type)
+    if cfg.dtype: os.environ['NANOCHAT_DTYPE'] = str(parse_dtype(cfg.dtype, '--dtype')).removeprefix('torch.')  # one policy
     checkpoint_dir, step = resolve_checkpoint(cfg.source, cfg.model_tag, cfg.step)
     model_tag = os.path.basename(checkpoint_dir)
     workers = []
     for i in range(cfg.num_gpus):
         device = torch.device(f"cuda:{i}" if device_type == 'cuda' else device_type)
         model, tokenizer, _ = load_model(cfg.source, device, phase='eval', model_tag=model_tag, step=step)
-        use_autocast = device_type == 'cuda' and dtype != torch.float32
-        autocast_ctx = torch.amp.autocast(device_type='cuda', dtype=dtype) if use_autocast else nullcontext()
-        workers.append(Worker(i, device, Engine(model, tokenizer), tokenizer, autocast_ctx, model.config.sequence_len))
+        workers.append(Worker(i, device, Engine(model, tokenizer), tokenizer, model.config.sequence_len))
         logger.info(f"Worker {i}: {cfg.source}/{model_tag} step {step} on {device}")
     return workers, f"{cfg.source}/{model_tag} step {step}"
 
@@ -202,7 +197,7 @@ async def stream_completion(pool, tokens, params):
     def produce():
         t0, n, final = time.time(), 0, None
         try:
-            with worker.autocast_ctx:
+            with autocast_ctx(worker.device.type):
                 for text, k in generate_text(worker.engine, worker.tokenizer, tokens, stop=stop, **params):
                     n += k
                     loop.call_soon_threadsafe(events.put_nowait, {'token': text, 'gpu': worker.id})
