@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_largest_model', 'find_last_step', 'build_model',
-           'get_checkpoints_dir', 'resolve_checkpoint', 'load_model']
+           'get_checkpoints_dir', 'resolve_checkpoint', 'newest_source', 'load_model']
 
 # %% ../nbs/07_checkpoint.ipynb #ac9721d5
 import os, re, glob, json, pickle, zipfile
@@ -139,8 +139,18 @@ def resolve_checkpoint(source, model_tag=None, step=None):
     except FileNotFoundError as e:
         raise FileNotFoundError(f"{e}. Create a {source} checkpoint with: {_CREATED_BY[source]}") from e
 
+def newest_source():
+    "The latest stage that has a complete checkpoint (rl > sft > mid > base); an error naming the first command if none"
+    for source in ("rl", "sft", "mid", "base"):
+        try: resolve_checkpoint(source)
+        except FileNotFoundError: continue
+        return source
+    raise FileNotFoundError(f"no checkpoint of any stage under {get_base_dir()}. Create a base checkpoint with: "
+                            f"{_CREATED_BY['base']} (or run the whole pipeline: bash runs/main.sh)")
+
 def load_model(source, device, phase, model_tag=None, step=None):
-    "Load `(model, tokenizer, meta)` from nanochat's layout under the base dir"
+    "Load `(model, tokenizer, meta)` from nanochat's layout under the base dir (`source=None`: the newest stage)"
+    source = source or newest_source()
     checkpoint_dir, step = resolve_checkpoint(source, model_tag, step)
     logger.info(f"Loading model from {checkpoint_dir} with step {step}")
     return build_model(checkpoint_dir, step, device, phase)

@@ -12,13 +12,14 @@ import argparse
 import torch
 from ..common import compute_init, autodetect_device_type, autocast_ctx, parse_dtype, in_notebook
 from ..engine import Engine
-from ..checkpoint_manager import load_model
+from ..checkpoint_manager import newest_source, resolve_checkpoint, build_model
 
 # %% ../../nbs/30_chat_cli.ipynb #445d4e80
 def chat_parser():
     "The command-line flags of chat_cli"
     parser = argparse.ArgumentParser(description='Chat with the model')
-    parser.add_argument('-i', '--source', type=str, default="sft", choices=["base", "mid", "sft", "rl"], help="Source of the model: base|mid|sft|rl")
+    parser.add_argument('-i', '--source', type=str, default=None, choices=["base", "mid", "sft", "rl"],
+                        help="Source of the model: base|mid|sft|rl (default: the newest stage that has a checkpoint)")
     parser.add_argument('-g', '--model-tag', type=str, default=None, help='Model tag to load')
     parser.add_argument('-s', '--step', type=int, default=None, help='Step to load')
     parser.add_argument('-p', '--prompt', type=str, default='', help='Prompt the model, get a single response back')
@@ -79,9 +80,12 @@ def main(argv=None):
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
     if device.type == "cpu": torch.set_num_threads(1)  # batch-1 decode: one thread is faster and steadier (bench_engine)
     try:
-        model, tokenizer, meta = load_model(args.source, device, phase="eval", model_tag=args.model_tag, step=args.step)
+        source = args.source or newest_source()  # rl > sft > mid > base
+        checkpoint_dir, step = resolve_checkpoint(source, args.model_tag, args.step)
+        model, tokenizer, meta = build_model(checkpoint_dir, step, device, "eval")
     except FileNotFoundError as e:
         raise SystemExit(f"chat_cli: {e}")
+    print(f"chat_cli: the {source} model {os.path.basename(checkpoint_dir)}, step {step}", file=sys.stderr)
     session = ChatSession(Engine(model, tokenizer), tokenizer, args.max_tokens, args.temperature, args.top_k)
     if not args.prompt:
         print("\nNanoChat Interactive Mode\n" + "-" * 50 + "\nType 'quit' or 'exit' to end the conversation\n"

@@ -18,7 +18,7 @@ from typing import List, Optional
 import torch
 from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_dtype, setup_default_logging,
                              logger, in_notebook, get_base_dir)
-from ..checkpoint_manager import load_model, resolve_checkpoint, save_checkpoint, CHECKPOINT_DIRS
+from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source, save_checkpoint, CHECKPOINT_DIRS
 from ..tokenizer import CharLevelTokenizer, save_token_bytes
 from ..gpt import GPT, GPTConfig
 from ..engine import Engine
@@ -175,15 +175,16 @@ def load_workers(cfg):
     if device_type == 'cuda' and cfg.num_gpus > torch.cuda.device_count():
         raise ValueError(f"--num-gpus={cfg.num_gpus} but only {torch.cuda.device_count()} GPUs are visible")
     if cfg.dtype: os.environ['NANOCHAT_DTYPE'] = str(parse_dtype(cfg.dtype, '--dtype')).removeprefix('torch.')  # one policy
-    checkpoint_dir, step = resolve_checkpoint(cfg.source, cfg.model_tag, cfg.step)
+    source = cfg.source or newest_source()  # rl > sft > mid > base
+    checkpoint_dir, step = resolve_checkpoint(source, cfg.model_tag, cfg.step)
     model_tag = os.path.basename(checkpoint_dir)
     workers = []
     for i in range(cfg.num_gpus):
         device = torch.device(f"cuda:{i}" if device_type == 'cuda' else device_type)
-        model, tokenizer, _ = load_model(cfg.source, device, phase='eval', model_tag=model_tag, step=step)
+        model, tokenizer, _ = load_model(source, device, phase='eval', model_tag=model_tag, step=step)
         workers.append(Worker(i, device, Engine(model, tokenizer), tokenizer, model.config.sequence_len))
-        logger.info(f"Worker {i}: {cfg.source}/{model_tag} step {step} on {device}")
-    return workers, f"{cfg.source}/{model_tag} step {step}"
+        logger.info(f"Worker {i}: {source}/{model_tag} step {step} on {device}")
+    return workers, f"{source}/{model_tag} step {step}"
 
 # %% ../../nbs/31_chat_web.ipynb #7e99b6bf
 def sse(payload):
@@ -514,7 +515,7 @@ def main(argv=None):
     cfg = parse_args(argv)
     setup_default_logging()
     app = create_app(cfg)
-    logger.info(f"nanochat web server: http://{cfg.host}:{cfg.port} (source={cfg.source}, temperature={cfg.temperature}, "
+    logger.info(f"nanochat web server: http://{cfg.host}:{cfg.port} (source={cfg.source or 'newest'}, temperature={cfg.temperature}, "
                 f"top_k={cfg.top_k}, max_tokens={cfg.max_tokens})")
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level='info', access_log=False)
 
