@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp', 'in_notebook', 'print0',
            'get_base_dir', 'atomic_write', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
-           'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'str2bool', 'config_parser', 'parse_config',
-           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'ddp_allreduce_check',
-           'run_torchrun']
+           'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'str2bool', 'config_parser', 'exit_if_dry_run',
+           'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
+           'ddp_allreduce_check', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, json, time, logging, argparse, tempfile, functools, contextlib
@@ -215,10 +215,18 @@ def config_parser(cls, description=None):
         p.add_argument('--' + f.name.replace('_', '-'), dest=f.name, **kw)
     return p
 
+def exit_if_dry_run(what):
+    "With `NANOCHAT_DRY_RUN=1`, stop here: the command's flags were accepted (how runs/*.sh are checked without a GPU)"
+    if os.environ.get('NANOCHAT_DRY_RUN') == '1':
+        print(f"dry run: {what} accepts these flags")
+        raise SystemExit(0)
+
 def parse_config(cls, argv=None, description=None):
     "Build a `cls` instance from command-line flags (`argv` defaults to `sys.argv[1:]`)"
     args = config_parser(cls, description).parse_args(argv)
-    return cls(**vars(args))
+    cfg = cls(**vars(args))
+    exit_if_dry_run(cls.__name__)
+    return cfg
 
 # %% ../nbs/00_common.ipynb #56475552
 def asdict_config(cfg):
