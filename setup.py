@@ -29,6 +29,7 @@ setuptools.setup(
                  'Programming Language :: Python :: 3'],
     packages=setuptools.find_packages(include=['nanochat', 'nanochat.*']),
     include_package_data=True,
+    package_data={'nanochat': ['data/*.jsonl']},  # the identity conversations ship with the package
     install_requires=requirements,
     extras_require={'dev': dev_requirements, 'hf': ['tokenizers'], 'web': ['fastapi==0.165.0', 'uvicorn==0.54.0']},
     python_requires='>=' + cfg['min_python'],

@@ -7,8 +7,9 @@ __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'sam
            'Engine']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
-import ast, math, time, operator
+import ast, time, operator
 from collections import deque
+from fractions import Fraction
 
 import torch
 import torch.nn.functional as F
@@ -99,7 +100,7 @@ def sample_next_token(logits, rng, temperature=1.0, top_k=None):
 
 # %% ../nbs/12_engine.ipynb #ea3311a6
 CALC_MAX_CHARS = 1000  # longer expressions are refused before parsing
-CALC_MAX_BITS = 10_000  # an integer beyond 2**10000 (~3000 digits) is refused
+CALC_MAX_BITS = 10_000  # a numerator or denominator beyond 2**10000 (~3000 digits) is refused
 CALC_TIME_LIMIT = 0.1  # seconds, checked at every node of the expression tree
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv}
@@ -109,18 +110,20 @@ def _is_number(x): return type(x) in (int, float)  # not bool, not complex
 def _is_str(node): return isinstance(node, ast.Constant) and type(node.value) is str
 
 def _calc_eval(node, deadline):
-    "Evaluate a whitelisted tree: numbers, + - * / //, unary + -, and 'literal'.count('literal')"
+    "Evaluate a whitelisted tree exactly (as Fractions): numbers, + - * / //, unary + -, 'literal'.count('literal')"
     if time.perf_counter() > deadline: raise TimeoutError("calculator time limit")
-    if isinstance(node, ast.Constant) and _is_number(node.value): return node.value
+    if isinstance(node, ast.Constant) and _is_number(node.value):
+        return Fraction(repr(node.value))  # 0.1 is exactly 1/10 here, not the nearest binary float
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARYOPS:
         return _UNARYOPS[type(node.op)](_calc_eval(node.operand, deadline))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        out = _BINOPS[type(node.op)](_calc_eval(node.left, deadline), _calc_eval(node.right, deadline))
-        if type(out) is int and out.bit_length() > CALC_MAX_BITS: raise OverflowError("integer too large")
+        out = Fraction(_BINOPS[type(node.op)](_calc_eval(node.left, deadline), _calc_eval(node.right, deadline)))
+        if max(out.numerator.bit_length(), out.denominator.bit_length()) > CALC_MAX_BITS:
+            raise OverflowError("number too large")
         return out
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'count'
             and _is_str(node.func.value) and len(node.args) == 1 and _is_str(node.args[0]) and not node.keywords):
-        return node.func.value.value.count(node.args[0].value)
+        return Fraction(node.func.value.value.count(node.args[0].value))
     raise ValueError(f"not allowed in the calculator: {type(node).__name__}")
 
 # %% ../nbs/12_engine.ipynb #4a309786
@@ -128,7 +131,7 @@ _DENY = ('__', 'import', 'exec', 'eval', 'compile', 'open', 'file', 'input', 'gl
          'getattr', 'setattr', 'delattr', 'hasattr')
 
 def use_calculator(expr):
-    "Evaluate arithmetic or a string literal's .count(); None when refused, invalid, too big or too slow"
+    "Evaluate arithmetic or a string literal's .count() exactly: an int when integral, else a float; None if refused"
     try:
         if not isinstance(expr, str) or len(expr) > CALC_MAX_CHARS: return None
         if '"' in expr or "'" in expr:  # string operations: only 'literal'.count('literal')
@@ -137,8 +140,8 @@ def use_calculator(expr):
             expr = expr.replace(',', '')  # thousands separators: 1,234 -> 1234
             if any(ch not in "0123456789*+-/.() " for ch in expr) or '**' in expr: return None
         out = _calc_eval(ast.parse(expr.strip(), mode='eval').body, time.perf_counter() + CALC_TIME_LIMIT)
-        if not _is_number(out) or (type(out) is float and not math.isfinite(out)): return None
-        return out
+        if out.denominator == 1: return int(out)  # 48/2 -> 24, as GSM8K's annotations write it (Python: 24.0)
+        return float(out)  # the nearest float; str() gives its shortest decimal (0.1+0.2 -> 0.3)
     except Exception:  # SyntaxError, ZeroDivisionError, OverflowError, RecursionError, TimeoutError, ...
         return None
 

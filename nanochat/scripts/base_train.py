@@ -54,7 +54,7 @@ class TrainConfig:
     eval_tokens: int = 20 * 524288  # number of tokens to evaluate val bpb on
     core_metric_every: int = 2000  # evaluate the CORE metric every N steps (-1 = disable)
     core_metric_max_per_task: int = 500  # examples per task for the CORE metric
-    core_crop: str = "context"  # crop longer CORE prompts to: context (max_seq_len) or rotary (10 x max_seq_len, nanochat's numbers)
+    core_crop: str = "context"  # where long CORE prompts are cropped: context (max_seq_len) or rotary (nanochat's)
     sample_every: int = 2000  # sample from the model every N steps (-1 = disable)
     save_every: int = -1  # save a checkpoint every N steps (-1 = only at the end)
     # Output
