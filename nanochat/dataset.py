@@ -17,7 +17,7 @@ from functools import partial
 from multiprocessing import Pool
 import pyarrow as pa
 import pyarrow.parquet as pq
-from .common import get_base_dir, atomic_write, print0, in_notebook
+from .common import get_base_dir, atomic_write, print0, in_notebook, exit_if_dry_run
 
 # %% ../nbs/02_dataset.ipynb #1355bf01
 BASE_URL = "https://huggingface.co/datasets/karpathy/fineweb-edu-100b-shuffle/resolve/main"
@@ -351,6 +351,7 @@ def main(argv=None):
     p.add_argument("--num-shards", type=int, default=8, help="local corpus: number of shards, the last one is val")
     p.add_argument("--row-group-size", type=int, default=64, help="local corpus: documents per row group")
     args = p.parse_args(argv)
+    exit_if_dry_run("nanochat.dataset")
     if args.num_files is not None and args.source == 'local': p.error("-n downloads FineWeb-Edu; it cannot go with --source local")
     if args.num_files is not None or args.source == 'fineweb':
         num = MAX_SHARD + 1 if args.num_files in (None, -1) else min(args.num_files, MAX_SHARD + 1)

@@ -21,7 +21,7 @@ import contextlib, datetime
 import urllib.request, urllib.error, http.client
 import importlib.resources
 import numpy as np
-from .common import get_base_dir, atomic_write, print0, in_notebook
+from .common import get_base_dir, atomic_write, print0, in_notebook, exit_if_dry_run
 
 # %% ../nbs/13_tasks.ipynb #ad833383
 class Task:
@@ -837,6 +837,7 @@ def main(argv=None):
     pl.add_argument("name", choices=list(SOURCES)); pl.add_argument("split"); pl.add_argument("file")
     sub.add_parser("status", help="which task data is on this machine")
     args = p.parse_args(argv)
+    exit_if_dry_run("nanochat.tasks")
     if args.command == "place":
         try: print(f"Placed {place_task_file(args.name, args.split, args.file)}")
         except (ValueError, OSError) as e: p.error(str(e))

@@ -3,6 +3,7 @@
 #   gate 1: nbdev_clean leaves git clean        gate 2: nbdev_export leaves git clean (package in sync)
 #   gate 3: nbdev_test, one count per notebook  gate 4: README.md in sync with nbs/index.ipynb
 #   gate 5: the offline docs site builds and renders in headless Chromium
+#   gate 6: no notebook imports from a notebook numbered after it (runs/check_deps.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash runs/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -20,6 +21,7 @@ before=$(dirty)
 nbdev_export >/dev/null 2>&1
 [ "$(dirty)" == "$before" ] && ok "nbdev_export leaves git clean" || { bad "package out of sync with notebooks"; git status --short -- nanochat; }
 python runs/readme.py --check && ok "README.md in sync with nbs/index.ipynb" || bad "README.md out of sync (run: python runs/readme.py)"
+python runs/check_deps.py && ok "no notebook imports from a later one" || bad "a notebook imports from a later one (runs/check_deps.py)"
 
 # the browser tests (web chat, docs) use Debian's Chromium; install it so they run instead of skipping
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
