@@ -261,10 +261,11 @@ def init_weights(self):
     self.cos, self.sin = self._precompute_rotary_embeddings(self.rotary_seq_len, head_dim)
     # Embeddings are stored in the compute dtype (bf16 on a bf16 GPU, or anywhere NANOCHAT_DTYPE=bfloat16): a lookup
     # is not a matmul, so autocast would not cast it; the optimizer tolerates it and it halves their memory
-    if get_compute_dtype(self.transformer.wte.weight.device.type) == torch.bfloat16:
-        self.transformer.wte.to(dtype=torch.bfloat16)
+    dtype = get_compute_dtype(self.transformer.wte.weight.device.type)
+    if dtype != torch.float32:
+        self.transformer.wte.to(dtype=dtype)
         for ve in self.value_embeds.values():
-            ve.to(dtype=torch.bfloat16)
+            ve.to(dtype=dtype)
 
 GPT.init_weights = init_weights # the class is written across cells: attach the method
 del init_weights
