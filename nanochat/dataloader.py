@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['tokenizing_distributed_data_loader_with_state', 'tokenizing_distributed_data_loader', 'BestFitBuffer',
            'bestfit_fill_row', 'tokenizing_distributed_data_loader_with_state_bos_bestfit',
-           'tokenizing_distributed_data_loader_bos_bestfit', 'conversation_bestfit_loader']
+           'tokenizing_distributed_data_loader_bos_bestfit', 'ConversationBuffer', 'conversation_bestfit_loader']
 
 # %% ../nbs/03_dataloader.ipynb #ac30415a
 import bisect
@@ -203,41 +203,92 @@ def tokenizing_distributed_data_loader_bos_bestfit(*args, **kwargs):
     for inputs, targets, state_dict in tokenizing_distributed_data_loader_with_state_bos_bestfit(*args, **kwargs):
         yield inputs, targets
 
+# %% ../nbs/03_dataloader.ipynb #c0e1a2b3
+class ConversationBuffer(BestFitBuffer):
+    "A `BestFitBuffer` of rendered conversations whose ids are `(arrival number, dataset index)`: it can pop the oldest"
+    def pop_oldest(self):
+        "Remove and return `(doc, length)` of the conversation that arrived first"
+        i = self.ids.index(min(self.ids))
+        self.ids.pop(i)
+        return self.docs.pop(i), self.lengths.pop(i)
+
+    def arrival_order(self):
+        "Dataset indices of the buffered conversations, oldest first (what an exact resume re-renders)"
+        return [idx for _, idx in sorted(self.ids)]
+
 # %% ../nbs/03_dataloader.ipynb #d7cdcae4
-def conversation_bestfit_loader(tokenizer, conversations, B, T, device="cuda", buffer_size=100, pad=False, stats=None):
-    "Best-fit pack rendered conversations into BOS-first (B, T) rows; targets are -1 where the mask is 0 and on padding"
-    row_capacity = T + 1
+def conversation_bestfit_loader(tokenizer, dataset, B, T, device="cuda", buffer_size=100, pad=False, mask=False,
+                                max_tokens=2048, rank=None, world_size=None, resume_state_dict=None):
+    "BOS-aligned best-fit packing of `dataset`'s conversations, cycling over epochs: yields `(inputs, targets, state)`"
+    _, ddp_rank, _, ddp_world_size = get_dist_info()
+    rank, world_size = ddp_rank if rank is None else rank, ddp_world_size if world_size is None else world_size
+    dataset_size = len(dataset)
+    if dataset_size == 0: raise ValueError("conversation_bestfit_loader: the dataset has no conversations")
+    row_capacity = T + 1  # +1 for the target of the last position
+    keep_tokens = row_capacity if pad else max_tokens  # pad: each conversation must fit an empty row
     bos_token = tokenizer.get_bos_token_id()
-    conv_iter, conv_buffer = iter(conversations), BestFitBuffer()
-    stats = {} if stats is None else stats
-    stats.update(conversations=0, cropped_tokens=0, padded_tokens=0, exhausted=False)
+    conv_buffer = ConversationBuffer()
+    # cursor: the next index this rank reads; consumed: conversations packed by all ranks (rank + W per own one)
+    pos = {"cursor": rank % dataset_size, "epoch": 1, "consumed": rank, "arrivals": 0}
+    counts = {"batches": 0, "conversations": 0, "cropped_tokens": 0, "padded_tokens": 0}
+
+    def add(idx):
+        ids, conv_mask = tokenizer.render_conversation(dataset[idx], max_tokens=max_tokens)
+        counts["cropped_tokens"] += max(0, len(ids) - keep_tokens)  # pad: the tail of a conversation longer than a row
+        ids, conv_mask = ids[:keep_tokens], conv_mask[:keep_tokens]
+        conv_buffer.add((ids, conv_mask), len(ids), (pos["arrivals"], idx))
+        pos["arrivals"] += 1
+
+    resume = resume_state_dict or {}
+    layout = (resume.get("rank"), resume.get("world_size"), resume.get("dataset_size"))
+    if resume and layout == (rank, world_size, dataset_size):
+        pos.update(cursor=resume["cursor"], epoch=resume["epoch"], consumed=resume["consumed"])  # exact resume
+        for idx in resume["buffer"]: add(idx)
+        counts.update({k: resume[k] for k in counts})  # after add(), which counted the buffered tails again
+    elif resume:  # another rank layout: go on after the conversations used so far (the buffered ones are read again)
+        start = resume["consumed"] - resume["consumed"] % world_size + rank
+        pos.update(cursor=start % dataset_size, epoch=1 + start // dataset_size, consumed=start)
 
     def refill_buffer():
-        while not stats["exhausted"] and len(conv_buffer) < buffer_size:
-            conversation = next(conv_iter, None)
-            if conversation is None:
-                stats["exhausted"] = True
-                break
-            ids, mask = tokenizer.render_conversation(conversation, max_tokens=row_capacity)
-            conv_buffer.add((ids, mask), len(ids))
+        while len(conv_buffer) < buffer_size:
+            add(pos["cursor"])
+            pos["cursor"] += world_size
+            if pos["cursor"] >= dataset_size:  # wrap around: the next epoch
+                pos["cursor"] %= dataset_size
+                pos["epoch"] += 1
 
     row_buffer = torch.empty((B, row_capacity), dtype=torch.long)
-    mask_buffer = torch.empty((B, row_capacity), dtype=torch.bool)
+    mask_buffer = torch.empty((B, row_capacity), dtype=torch.bool)  # True where the token is a target to learn
     buffers = _StagingBuffers(B, T, device)
     while True:
-        refill_buffer()
-        if len(conv_buffer) == 0: return  # every conversation has been packed
         for row_idx in range(B):
-            pos = 0
-            for (ids, mask), n in bestfit_fill_row(conv_buffer, row_capacity, refill_buffer, crop=not pad):
-                row_buffer[row_idx, pos:pos + n].copy_(torch.frombuffer(array("q", ids[:n]), dtype=torch.long))
-                mask_buffer[row_idx, pos:pos + n].copy_(torch.frombuffer(array("b", mask[:n]), dtype=torch.int8))
-                stats["conversations"] += 1
-                stats["cropped_tokens"] += len(ids) - n
-                pos += n
-            row_buffer[row_idx, pos:] = bos_token  # padding (pad=True, or the end of the data), never a target
-            mask_buffer[row_idx, pos:] = False
-            stats["padded_tokens"] += row_capacity - pos
+            n_row = 0
+            while n_row < row_capacity:
+                refill_buffer()
+                picked = conv_buffer.pop_largest_fitting(row_capacity - n_row)
+                if picked is None:  # nothing fits whole
+                    if pad: break  # later nanochat: pad the rest of the row
+                    picked = (conv_buffer.pop_oldest()[0], row_capacity - n_row)  # a91743c: crop the oldest one
+                (ids, conv_mask), n = picked
+                row_buffer[row_idx, n_row:n_row + n].copy_(torch.frombuffer(array("q", ids[:n]), dtype=torch.long))
+                if mask:
+                    row_mask = torch.frombuffer(array("b", conv_mask[:n]), dtype=torch.int8)
+                    mask_buffer[row_idx, n_row:n_row + n].copy_(row_mask)
+                else:
+                    mask_buffer[row_idx, n_row:n_row + n] = True
+                counts["conversations"] += 1
+                counts["cropped_tokens"] += len(ids) - n
+                pos["consumed"] += world_size
+                n_row += n
+            row_buffer[row_idx, n_row:] = bos_token  # padding: never a target
+            mask_buffer[row_idx, n_row:] = False
+            counts["padded_tokens"] += row_capacity - n_row
+        counts["batches"] += 1
         buffers.stage(row_buffer[:, :-1], row_buffer[:, 1:])
-        buffers.cpu_targets.masked_fill_(~mask_buffer[:, 1:], -1)
-        yield buffers.send()
+        buffers.cpu_targets.masked_fill_(~mask_buffer[:, 1:], -1)  # the mask of a target is the mask of its token
+        inputs, targets = buffers.send()
+        state = {"cursor": pos["cursor"], "epoch": pos["epoch"], "consumed": pos["consumed"], **counts,
+                 "buffer": conv_buffer.arrival_order(), "rank": rank, "world_size": world_size,
+                 "dataset_size": dataset_size, "progress": pos["consumed"] / dataset_size,
+                 "last_step": pos["consumed"] >= dataset_size}
+        yield inputs, targets, state

@@ -6,7 +6,8 @@
 __all__ = ['newtonschulz5_coeffs', 'polar_express_coeffs', 'zeropower_fns', 'USE_REDUCE_SCATTER', 'get_orth_dtype',
            'zeropower_via_newtonschulz5', 'zeropower_via_polar_express', 'normuon_variance_reduction', 'muon_step',
            'Muon', 'AdamW', 'setup_optimizers', 'get_lr_multiplier', 'get_muon_momentum', 'get_weight_decay',
-           'scale_weight_decay', 'reduce_scatter_avg', 'all_gather', 'DistMuon', 'DistAdamW']
+           'scale_weight_decay', 'reduce_scatter_avg', 'all_gather', 'DistMuon', 'DistAdamW', 'get_lr_multiplier_mid',
+           'get_lr_multiplier_linear']
 
 # %% ../nbs/06_optim.ipynb #fe02bda0
 import os
@@ -328,3 +329,12 @@ class DistAdamW(torch.optim.Optimizer):
                              weight_decay=group['weight_decay'], eps=group['eps'], maximize=False)
             if sharded: gathers.append(all_gather(p, p_slice))
         for work in gathers: work.wait()
+
+# %% ../nbs/06_optim.ipynb #9d4b5b75
+def get_lr_multiplier_mid(progress, flat_frac=0.8):
+    "Midtraining LR multiplier at `progress` in [0, 1]: 1 for the first `flat_frac` of the run, then linear to 0"
+    return 1.0 if progress < flat_frac else max(0.0, 1 - (progress - flat_frac) / (1 - flat_frac))
+
+def get_lr_multiplier_linear(it, num_iterations):
+    "SFT/RL LR multiplier at step `it`: linear from 1 at step 0 towards 0 at `num_iterations`"
+    return 1 - it / num_iterations
