@@ -35,7 +35,7 @@ import torch
 import bench_gpt  # bench/ is on sys.path when a bench script runs
 from nanochat.checkpoint_manager import save_checkpoint, get_checkpoints_dir
 from nanochat.common import autocast_ctx, parse_config
-from nanochat.scripts.base_train import tiny_setup
+from nanochat.testing import tiny_setup
 from nanochat.scripts.chat_rl import RLConfig, setup, rl_step, generate_rollouts
 from nanochat.tasks import SyntheticArithmetic
 

@@ -109,7 +109,12 @@ def build_model(checkpoint_dir, step, device, phase):
     model.init_weights()  # rotary buffers are not in the state dict
     model.load_state_dict(model_data, strict=True, assign=True)
     model.eval() if phase == "eval" else model.train()
-    tokenizer = get_tokenizer()
+    spec = meta_data.get("user_config", {}).get("tokenizer", "")
+    if spec:  # a run with --tokenizer (the LZ78 family): load the tokenizer it names
+        from nanochat.lz78_dataloader import resolve_tokenizer  # lazy: notebook 16 comes after this one
+        tokenizer = resolve_tokenizer(spec)[0]
+    else:
+        tokenizer = get_tokenizer()
     if tokenizer.get_vocab_size() != model_config.vocab_size:
         raise ValueError(f"tokenizer vocab {tokenizer.get_vocab_size()} != model vocab {model_config.vocab_size}: "
                          f"the tokenizer in {get_base_dir()}/tokenizer is not the one this model was trained with")

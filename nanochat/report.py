@@ -9,7 +9,7 @@ __all__ = ['EXPECTED_FILES', 'SUMMARY_ROWS', 'SUMMARY_KEYS', 'generate_header', 
 # %% ../nbs/10_report.ipynb #ead4c6de
 import os, re, sys, html, base64, socket, datetime, platform, subprocess, argparse
 import torch
-from .common import get_base_dir, get_dist_info, atomic_write, exit_if_dry_run
+from .common import get_base_dir, get_dist_info, atomic_write, exit_if_dry_run, in_notebook
 
 # %% ../nbs/10_report.ipynb #ac55879f
 def _run(cmd):
@@ -236,6 +236,5 @@ def main(argv=None):
     else: get_report().reset(); print("Report reset")
 
 # %% ../nbs/10_report.ipynb #ad35c480
-#| eval: false
-if __name__ == "__main__":
+if __name__ == "__main__" and not in_notebook():
     main()

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['ALPHABET_TASKS', 'CHROMIUM_ARGS', 'TINY_FLAGS', 'closed_port', 'LocalServer', 'AlphabetLM', 'write_eval_bundle',
-           'write_shards', 'find_chromium', 'tiny_setup']
+           'write_shards', 'find_chromium', 'outside_event_loop', 'tiny_setup']
 
 # %% ../nbs/00_testing.ipynb #e986dfc6
 import os, json, socket, threading, collections, http.server
@@ -131,6 +131,11 @@ def find_chromium():
     "Path of a Chromium-like browser on PATH, or None"
     import shutil
     return next((shutil.which(n) for n in ('chromium', 'chromium-browser', 'google-chrome') if shutil.which(n)), None)
+
+def outside_event_loop(fn, *args, **kwargs):
+    "Call `fn` in a worker thread: Playwright's sync API refuses to run where an asyncio loop runs (a Jupyter kernel)"
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(1) as pool: return pool.submit(fn, *args, **kwargs).result()
 
 # %% ../nbs/00_testing.ipynb #70eb7583
 def tiny_setup(base_dir, max_chars=400_000, vocab_size=512):

@@ -4,6 +4,7 @@
 #   gate 3: nbdev_test, one count per notebook  gate 4: README.md in sync with nbs/index.ipynb
 #   gate 5: the offline docs site builds and renders in headless Chromium
 #   gate 6: no notebook imports from a notebook numbered after it (runs/check_deps.py)
+#   gate 7: JupyterLab as a learner meets it: Restart Kernel and Run All Cells on 12_engine (runs/lab_check.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash runs/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -40,6 +41,8 @@ if [ $rc -ne 0 ] && [ "$nb_failed" -eq 0 ]; then nb_failed=1; fi
 passed=$((passed + nbs - nb_failed)); failed=$((failed + nb_failed))
 [ "$nb_failed" -gt 0 ] && failures+=("$nb_failed notebook(s)")
 echo "nbdev_test: $((nbs - nb_failed))/$nbs notebooks passed in $(( $(date +%s) - t0 )) s"
+
+python runs/lab_check.py && ok "JupyterLab: Restart Kernel and Run All Cells on 12_engine" || bad "JupyterLab run-all check (runs/lab_check.py)"
 
 if [ -x runs/docs.sh ]; then
   bash runs/docs.sh && ok "docs site builds offline" || bad "docs build"

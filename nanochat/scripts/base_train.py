@@ -4,17 +4,16 @@
 
 # %% auto #0
 __all__ = ['SAMPLE_PROMPTS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps', 'get_num_iterations', 'optimizer_kwargs',
-           'LoopState', 'Run', 'setup', 'train_step', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric',
-           'save', 'train', 'report_training', 'main']
+           'LoopState', 'Run', 'check_lz78_flags', 'setup', 'train_step', 'log_step', 'evaluate_val_bpb', 'sample',
+           'evaluate_core_metric', 'save', 'train', 'report_training', 'main']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
-import os, sys, time, resource
+import os, sys, time, resource, functools
 from dataclasses import dataclass, asdict
 import torch
 import torch.distributed as dist
 from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, get_peak_flops,
                              autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook, logger)
-from ..testing import tiny_setup, TINY_FLAGS  # unused here; kept importable from base_train until no notebook does
 
 # %% ../../nbs/24_base_train.ipynb #76100585
 @dataclass
@@ -59,15 +58,24 @@ class TrainConfig:
     save_every: int = -1  # save a checkpoint every N steps (-1 = only at the end)
     # Output
     model_tag: str = None  # checkpoint directory name (default: d{depth})
+    # The LZ78 tokenizer family (all off by default: nanochat's run)
+    tokenizer: str = ""  # '' = the BPE in <base_dir>/tokenizer; lz78:<dir> (lz78_tok_train's output) or bpe:<dir>
+    embedding_mode: str = "flat"  # token embedding: flat | structured | hierarchical | tuple (see the gpt notebook)
+    prefix_loss: str = "none"  # training loss: none (cross-entropy) | soft | interp | bce (validation bpb stays CE)
+    prefix_weight: float = 0.1  # share of the prefix-smoothed part of the loss, in [0, 1] (0 = cross-entropy)
+    prefix_decay: float = 0.5  # mass decay^j on the j-th ancestor of the target (soft, interp)
+    prefix_pos_weight: float = 1.0  # weight of the positive labels (bce)
+    pretokenized_dir: str = ""  # read token shards written by lz78_pretokenize instead of tokenizing the parquet text
 
 # %% ../../nbs/24_base_train.ipynb #01b82fab
-def build_model_meta(cfg, vocab_size, depth=None):
+def build_model_meta(cfg, vocab_size, depth=None, token_metadata=None):
     "A `GPT` on the meta device (shapes only) for `cfg`, optionally at another depth"
     from nanochat.gpt import GPT, GPTConfig
     config = GPTConfig.from_depth(depth or cfg.depth, vocab_size, cfg.max_seq_len, aspect_ratio=cfg.aspect_ratio,
-                                  head_dim=cfg.head_dim, window_pattern=cfg.window_pattern)
+                                  head_dim=cfg.head_dim, window_pattern=cfg.window_pattern,
+                                  embedding_mode=cfg.embedding_mode)
     with torch.device("meta"):
-        return GPT(config)
+        return GPT(config, token_metadata=token_metadata)
 
 # %% ../../nbs/24_base_train.ipynb #244feb30
 def get_grad_accum_steps(total_batch_size, device_batch_size, max_seq_len, world_size=1):
@@ -128,7 +136,7 @@ def _load_resume(cfg, checkpoint_dir, device, rank):
 
 def _setup_model(run, cfg):
     "Build, initialise or restore the model and its optimizers"
-    model = build_model_meta(cfg, run.tokenizer.get_vocab_size())
+    model = build_model_meta(cfg, run.tokenizer.get_vocab_size(), token_metadata=run.token_metadata)
     model.to_empty(device=run.device)
     model.init_weights()
     run.resume = None
@@ -144,19 +152,60 @@ def _setup_model(run, cfg):
         for opt, opt_state in zip(run.optimizers, run.resume[1]): opt.load_state_dict(opt_state)
 
 # %% ../../nbs/24_base_train.ipynb #d2c64807
+def check_lz78_flags(cfg):
+    "The LZ78-family flags, checked before any work"
+    from nanochat.gpt import EMBEDDING_MODES
+    from nanochat.prefix_loss import PREFIX_LOSSES
+    from nanochat.lz78_dataloader import read_index
+    if cfg.embedding_mode not in EMBEDDING_MODES:
+        raise ValueError(f"--embedding-mode={cfg.embedding_mode!r}: use one of {EMBEDDING_MODES}")
+    if cfg.prefix_loss not in PREFIX_LOSSES:
+        raise ValueError(f"--prefix-loss={cfg.prefix_loss!r}: use one of {PREFIX_LOSSES}")
+    if not 0 <= cfg.prefix_weight <= 1: raise ValueError(f"--prefix-weight={cfg.prefix_weight} must be in [0, 1]")
+    if cfg.prefix_decay < 0 or cfg.prefix_pos_weight <= 0:
+        raise ValueError(f"--prefix-decay={cfg.prefix_decay} must be >= 0 "
+                         f"and --prefix-pos-weight={cfg.prefix_pos_weight} > 0")
+    if cfg.pretokenized_dir: read_index(cfg.pretokenized_dir)  # missing or incomplete: an error naming lz78_pretokenize
+
+def _setup_tokenizer(run, cfg):
+    "Tokenizer, token bytes, and the per-token metadata when the embedding or the loss needs it"
+    from nanochat.lz78_dataloader import resolve_tokenizer, resolve_token_bytes, resolve_token_metadata
+    from nanochat.prefix_loss import prefix_smoothed_loss
+    run.tokenizer, run.tokenizer_dir = resolve_tokenizer(cfg.tokenizer)  # '': get_tokenizer(), as nanochat
+    run.token_bytes = resolve_token_bytes(cfg.tokenizer, run.tokenizer, run.tokenizer_dir, device=run.device)
+    needs_metadata = cfg.embedding_mode != "flat" or cfg.prefix_loss != "none"
+    run.token_metadata = resolve_token_metadata(run.tokenizer, run.tokenizer_dir) if needs_metadata else None
+    run.prefix_loss = None  # None: the model's own (fused) cross-entropy
+    if cfg.prefix_loss != "none":
+        ancestors = run.token_metadata["ancestors"].to(run.device)  # (vocab, max_depth)
+        run.prefix_loss = functools.partial(prefix_smoothed_loss, ancestors=ancestors, kind=cfg.prefix_loss,
+                                            weight=cfg.prefix_weight, decay=cfg.prefix_decay,
+                                            pos_weight=cfg.prefix_pos_weight)
+
+def _train_loader(run, cfg):
+    "The training batches: pretokenized shards, or the parquet text tokenized on the fly"
+    from nanochat.dataloader import tokenizing_distributed_data_loader_with_state_bos_bestfit
+    from nanochat.lz78_dataloader import pretokenized_data_loader_with_state_bos_bestfit
+    if cfg.pretokenized_dir:
+        return pretokenized_data_loader_with_state_bos_bestfit(
+            cfg.pretokenized_dir, cfg.device_batch_size, cfg.max_seq_len, split="train", tokenizer=run.tokenizer,
+            device=run.device, resume_state_dict=run.consumed_state)
+    return tokenizing_distributed_data_loader_with_state_bos_bestfit(
+        run.tokenizer, cfg.device_batch_size, cfg.max_seq_len, split="train", device=run.device,
+        resume_state_dict=run.consumed_state)
+
 def setup(cfg):
     "Device, tokenizer, model, optimizers, data and horizon for a run of `cfg`"
-    from nanochat.tokenizer import get_tokenizer, get_token_bytes
-    from nanochat.dataloader import tokenizing_distributed_data_loader_with_state_bos_bestfit
     from nanochat.core_eval import check_core_crop
     check_core_crop(cfg.core_crop)  # a bad --core-crop fails now, not at the first CORE evaluation
+    check_lz78_flags(cfg)
     run = Run()
     run.cfg, run.device_type = cfg, cfg.device_type or autodetect_device_type()
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
     run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
     run.master = run.rank == 0
-    run.tokenizer, run.token_bytes = get_tokenizer(), get_token_bytes(device=run.device)
+    _setup_tokenizer(run, cfg)
     run.model_tag = cfg.model_tag or f"d{cfg.depth}"
     run.checkpoint_dir = os.path.join(get_base_dir(), "base_checkpoints", run.model_tag)
     _setup_model(run, cfg)
@@ -169,9 +218,7 @@ def setup(cfg):
     if meta:  # this rank's own exact position if the world size is unchanged, else nanochat's approximate one
         per_rank = meta.get("dataloader_state_dicts") or []
         run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else meta["dataloader_state_dict"]
-    run.train_loader = tokenizing_distributed_data_loader_with_state_bos_bestfit(
-        run.tokenizer, cfg.device_batch_size, cfg.max_seq_len, split="train", device=run.device,
-        resume_state_dict=run.consumed_state)
+    run.train_loader = _train_loader(run, cfg)
     run.x, run.y, run.loader_state = next(run.train_loader)  # fails fast when there is no data
     run.resume = None  # free the checkpoint tensors
     run.peak_flops = get_peak_flops(run.device_type) * run.world_size
@@ -187,7 +234,7 @@ def train_step(run):
     sync(); t0 = time.time()
     for micro_step in range(run.grad_accum_steps):
         with autocast_ctx(run.device_type):  # the precision policy (common): bf16 autocast on a bf16 GPU, a no-op in fp32
-            loss = run.model(run.x, run.y)
+            loss = run.model(run.x, run.y) if run.prefix_loss is None else run.prefix_loss(run.model(run.x), run.y)
         train_loss = loss.detach()
         (loss / run.grad_accum_steps).backward()
         run.consumed_state = run.loader_state  # the data position after the batch just used
@@ -236,10 +283,16 @@ SAMPLE_PROMPTS = ["The capital of France is", "The chemical symbol of gold is", 
 def evaluate_val_bpb(run):
     "Validation bits per byte on `--eval-tokens` tokens (all ranks)"
     from nanochat.dataloader import tokenizing_distributed_data_loader_bos_bestfit
+    from nanochat.lz78_dataloader import pretokenized_data_loader_bos_bestfit
     from nanochat.loss_eval import evaluate_bpb
     cfg = run.cfg
     steps = max(1, cfg.eval_tokens // (cfg.device_batch_size * cfg.max_seq_len * run.world_size))
-    loader = tokenizing_distributed_data_loader_bos_bestfit(run.tokenizer, cfg.device_batch_size, cfg.max_seq_len, split="val", device=run.device)
+    if cfg.pretokenized_dir:  # the same val documents, already encoded
+        loader = pretokenized_data_loader_bos_bestfit(cfg.pretokenized_dir, cfg.device_batch_size, cfg.max_seq_len,
+                                                      split="val", tokenizer=run.tokenizer, device=run.device)
+    else:
+        loader = tokenizing_distributed_data_loader_bos_bestfit(run.tokenizer, cfg.device_batch_size, cfg.max_seq_len,
+                                                                split="val", device=run.device)
     run.model.eval()
     with autocast_ctx(run.device_type):
         bpb = evaluate_bpb(run.model, loader, steps, run.token_bytes)

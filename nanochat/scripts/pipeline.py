@@ -33,11 +33,12 @@ class Stage:
 
 SCALES = {  # the numbers that differ between a laptop run and a test run
     "main": dict(corpus=[], tok_chars=20_000_000, vocab=4096, depth=4, seq=256, dbs=8, base_steps=200,
-                 base_eval_every=50, eval_tokens=65536, core_per_task=100, mid_steps=300, sft_epochs=1,
-                 rl_steps=60, eval_problems=200),
+                 base_eval_every=50, eval_tokens=65536, core_per_task=100, mid_steps=300, sft_steps=-1,
+                 rl_steps=60, rl_questions=8, rl_samples=8, rl_tokens=96, eval_problems=100, eval_tokens_max=192),
     "tiny": dict(corpus=["--max-chars=400000", "--num-shards=4", "--row-group-size=32"], tok_chars=400_000,
-                 vocab=512, depth=2, seq=128, dbs=4, base_steps=30, base_eval_every=15, eval_tokens=2048,
-                 core_per_task=8, mid_steps=20, sft_epochs=1, rl_steps=4, eval_problems=16),
+                 vocab=512, depth=2, seq=128, dbs=4, base_steps=10, base_eval_every=10, eval_tokens=2048,
+                 core_per_task=8, mid_steps=8, sft_steps=8, rl_steps=3, rl_questions=2, rl_samples=4, rl_tokens=32,
+                 eval_problems=8, eval_tokens_max=48),
 }
 
 def pipeline_stages(scale="main", device_type="cpu"):
@@ -47,7 +48,8 @@ def pipeline_stages(scale="main", device_type="cpu"):
     seq, dbs = s["seq"], s["dbs"]
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
     evals = lambda source: Stage(f"{source}_eval", "nanochat.scripts.chat_eval",
-                                 ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs), dev])
+                                 ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs), "-m", str(s["eval_tokens_max"]), dev])
+    rl_eval_every = max(1, s["rl_steps"] // 3)
     return [
         Stage("data", "nanochat.dataset", ["--source=local", *s["corpus"]]),
         Stage("tok_train", "nanochat.scripts.tok_train", [f"--vocab-size={s['vocab']}", f"--max-chars={s['tok_chars']}"]),
@@ -62,10 +64,14 @@ def pipeline_stages(scale="main", device_type="cpu"):
         Stage("mid_train", "nanochat.scripts.mid_train",
               [*batch, f"--num-iterations={s['mid_steps']}", f"--eval-tokens={s['eval_tokens']}", "--compile=False", dev]),
         evals("mid"),
-        Stage("sft", "nanochat.scripts.chat_sft", ["--source=mid", f"--num-epochs={s['sft_epochs']}",
+        Stage("sft", "nanochat.scripts.chat_sft", ["--source=mid", f"--num-iterations={s['sft_steps']}",
                                                    f"--eval-metrics-max-problems={s['eval_problems']}", dev]),
         evals("sft"),
-        Stage("rl", "nanochat.scripts.chat_rl", ["--source=sft", f"--num-iterations={s['rl_steps']}", dev]),
+        Stage("rl", "nanochat.scripts.chat_rl",  # offline: the synthetic arithmetic task; GSM8K with its data (--task=GSM8K)
+              ["--source=sft", "--task=SyntheticArithmetic", f"--num-iterations={s['rl_steps']}",
+               f"--examples-per-step={s['rl_questions']}", f"--num-samples={s['rl_samples']}",
+               f"--device-batch-size={s['rl_samples']}", f"--max-new-tokens={s['rl_tokens']}", "--init-lr-frac=0.5",
+               f"--eval-every={rl_eval_every}", f"--eval-examples={s['eval_problems']}", f"--save-every={s['rl_steps']}", dev]),
         evals("rl"),
         Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", dev]),
         Stage("report", "nanochat.report", ["generate"]),
