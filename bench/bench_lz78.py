@@ -20,6 +20,8 @@ import pyarrow.parquet as pq
 from nanochat.tokenizer import RustBPETokenizer
 from nanochat.lz78_tokenizer import LZ78Tokenizer, TRAINERS
 from nanochat.dataset import build_local_corpus
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_tokenizer import best_time  # one timing helper for the tokenizer benches
 
 TARGET_FRACTION = 1 / 3  # of tiktoken's encode throughput
 
@@ -33,17 +35,6 @@ def load_corpus(corpus_dir):
         shards = sorted(glob.glob(os.path.join(corpus_dir, "*.parquet")))
     docs = [pq.read_table(p, columns=["text"]).column("text").to_pylist() for p in shards]
     return [d for shard in docs[:-1] for d in shard], docs[-1]
-
-
-def best_time(fn, repeats):
-    "Best (wall, CPU) seconds of `repeats` calls of fn"
-    walls, cpus = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
-    return min(walls), min(cpus)
 
 
 def timed_train(fn):

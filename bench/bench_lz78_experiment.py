@@ -18,13 +18,13 @@ the same documents. Rows:
 
 Not a test: it prints a table (and writes --json with the curves, which 34_lz78_experiment records and plots).
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, sys, tempfile, time
 from unittest import mock
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAKE_CORPUS = os.path.join(HERE, "..", "..", "shared", "tools", "make_bench_corpus.py")
-CORPUS = os.environ.get("BENCH_CORPUS", "/tmp/bench_corpus")
+sys.path.insert(0, HERE)
+from bench_train import CORPUS, ensure_corpus  # the same benchmark corpus as the training bench
 TOKENIZERS = {"bpe": ("bpe", None), "lz78": ("lz78", True), "lz78_flat": ("lz78", False)}  # name -> (family, chunked)
 ROWS = {  # name -> (tokenizer, extra base_train flags, seed)
     "bpe": ("bpe", [], 42),
@@ -37,14 +37,6 @@ ROWS = {  # name -> (tokenizer, extra base_train flags, seed)
     "lz78_soft0.5": ("lz78", ["--prefix-loss=soft", "--prefix-weight=0.5", "--prefix-decay=0.5"], 42),
     "lz78_seed2": ("lz78", [], 43),
 }
-
-
-def ensure_corpus():
-    if os.path.isdir(CORPUS) and any(f.endswith(".parquet") for f in os.listdir(CORPUS)): return True
-    if not os.path.exists(MAKE_CORPUS):
-        print(f"no benchmark corpus at {CORPUS} and no {MAKE_CORPUS}: nothing to measure"); return False
-    subprocess.run([sys.executable, MAKE_CORPUS, "--out", CORPUS], check=True)
-    return True
 
 
 def train_texts(max_chars, doc_cap=10_000):

@@ -19,7 +19,7 @@ def stage_rows(base_dir):
     rows = []
     for marker in sorted(glob.glob(os.path.join(base_dir, "pipeline", "*.done"))):
         info = json.load(open(marker))
-        log = marker.replace(".done", ".log").replace(os.sep + "pipeline" + os.sep, os.sep + "pipeline" + os.sep + "logs" + os.sep)
+        log = os.path.join(os.path.dirname(marker), "logs", os.path.basename(marker)[:-len(".done")] + ".log")
         rates = []
         if os.path.exists(log):
             for m in re.finditer(r"tok(?:/sec|/s|ens/s)[:=]?\s*([\d,]+(?:\.\d+)?)", open(log, errors="replace").read()):
