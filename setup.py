@@ -29,9 +29,10 @@ setuptools.setup(
                  'Programming Language :: Python :: 3'],
     packages=setuptools.find_packages(include=['nanochat', 'nanochat.*']),
     include_package_data=True,
-    package_data={'nanochat': ['data/*.jsonl']},  # the identity conversations ship with the package
+    package_data={'nanochat': ['data/*.jsonl', 'ui.html']},  # the identity conversations and the chat page ship with it
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'hf': ['tokenizers'], 'web': ['fastapi==0.165.0', 'uvicorn==0.54.0']},
+    extras_require={'dev': dev_requirements, 'hf': ['tokenizers'], 'web': ['fastapi==0.165.0', 'uvicorn==0.54.0'],
+                    'gpu': ['kernels']},  # gpu: Flash Attention 3 on Hopper (nanochat.flash_attention loads it lazily)
     python_requires='>=' + cfg['min_python'],
     zip_safe=False,
     entry_points={'console_scripts': cfg.get('console_scripts', '').split(), 'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},

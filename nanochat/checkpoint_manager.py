@@ -23,7 +23,8 @@ def save_checkpoint(checkpoint_dir, step, model_data, optimizer_data, meta_data,
     os.makedirs(checkpoint_dir, exist_ok=True)
     if optimizer_data is not None:  # optimizer state is sharded across ranks: each rank saves its own
         _torch_save_atomic(optimizer_data, os.path.join(checkpoint_dir, f"optim_{step:06d}_rank{rank:d}.pt"))
-    if dist.is_available() and dist.is_initialized(): dist.barrier()
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
     if rank == 0:
         _torch_save_atomic(model_data, os.path.join(checkpoint_dir, f"model_{step:06d}.pt"))
         meta_path = os.path.join(checkpoint_dir, f"meta_{step:06d}.json")
@@ -37,10 +38,12 @@ def _load_file(path, device=None):
         raise FileNotFoundError(f"checkpoint file not found: {path}")
     try:
         if path.endswith('.json'):
-            with open(path, encoding='utf-8') as f: return json.load(f)
+            with open(path, encoding='utf-8') as f:
+                return json.load(f)
         return torch.load(path, map_location=device, weights_only=True)  # tensors and plain containers only
     except pickle.UnpicklingError as e:  # weights_only refuses arbitrary objects, which could run code on load
-        if 'Weights only load failed' not in str(e): raise RuntimeError(f"checkpoint file {path} is corrupt ({e})") from e
+        if 'Weights only load failed' not in str(e):
+            raise RuntimeError(f"checkpoint file {path} is corrupt ({e})") from e
         raise RuntimeError(f"checkpoint file {path} holds objects other than tensors and plain containers; it is "
                            f"refused because unpickling it could run arbitrary code. Re-save it with state_dict()s "
                            f"only, or load it yourself with torch.load(weights_only=False) if you trust it.") from e
@@ -63,9 +66,11 @@ def find_largest_model(checkpoints_dir):
     if not os.path.isdir(checkpoints_dir):
         raise FileNotFoundError(f"No checkpoints directory {checkpoints_dir}")
     model_tags = [f for f in os.listdir(checkpoints_dir) if os.path.isdir(os.path.join(checkpoints_dir, f))]
-    if not model_tags: raise FileNotFoundError(f"No checkpoints found in {checkpoints_dir}")
+    if not model_tags:
+        raise FileNotFoundError(f"No checkpoints found in {checkpoints_dir}")
     candidates = [(int(m.group(1)), t) for t in model_tags if (m := re.fullmatch(r"d(\d+)", t))]
-    if candidates: return max(candidates)[1]
+    if candidates:
+        return max(candidates)[1]
     return max(model_tags, key=lambda t: os.path.getmtime(os.path.join(checkpoints_dir, t)))
 
 def find_last_step(checkpoint_dir):
@@ -73,8 +78,10 @@ def find_last_step(checkpoint_dir):
     steps = []
     for f in glob.glob(os.path.join(checkpoint_dir, "model_*.pt")):
         m = re.fullmatch(r"model_(\d+)\.pt", os.path.basename(f))
-        if m and os.path.exists(os.path.join(checkpoint_dir, f"meta_{m.group(1)}.json")): steps.append(int(m.group(1)))
-    if not steps: raise FileNotFoundError(f"No complete checkpoints (model_*.pt + meta_*.json) in {checkpoint_dir}")
+        if m and os.path.exists(os.path.join(checkpoint_dir, f"meta_{m.group(1)}.json")):
+            steps.append(int(m.group(1)))
+    if not steps:
+        raise FileNotFoundError(f"No complete checkpoints (model_*.pt + meta_*.json) in {checkpoint_dir}")
     return max(steps)
 
 # %% ../nbs/07_checkpoint.ipynb #c6a09686
@@ -121,7 +128,8 @@ def build_model(checkpoint_dir, step, device, phase):
     return model, tokenizer, meta_data
 
 # %% ../nbs/07_checkpoint.ipynb #9b73a857
-CHECKPOINT_DIRS = {"base": "base_checkpoints", "mid": "mid_checkpoints", "sft": "chatsft_checkpoints", "rl": "chatrl_checkpoints"}
+CHECKPOINT_DIRS = {"base": "base_checkpoints", "mid": "mid_checkpoints", "sft": "chatsft_checkpoints",
+                   "rl": "chatrl_checkpoints"}
 _CREATED_BY = {"base": "python -m nanochat.scripts.base_train", "mid": "python -m nanochat.scripts.mid_train",
                "sft": "python -m nanochat.scripts.chat_sft", "rl": "python -m nanochat.scripts.chat_rl"}
 
@@ -147,8 +155,10 @@ def resolve_checkpoint(source, model_tag=None, step=None):
 def newest_source():
     "The latest stage that has a complete checkpoint (rl > sft > mid > base); an error naming the first command if none"
     for source in ("rl", "sft", "mid", "base"):
-        try: resolve_checkpoint(source)
-        except FileNotFoundError: continue
+        try:
+            resolve_checkpoint(source)
+        except FileNotFoundError:
+            continue
         return source
     raise FileNotFoundError(f"no checkpoint of any stage under {get_base_dir()}. Create a base checkpoint with: "
                             f"{_CREATED_BY['base']} (or run the whole pipeline: bash runs/main.sh)")

@@ -23,7 +23,8 @@ from .common import print0, get_base_dir, atomic_write
 def sample_fewshot(data, idx, num_fewshot):
     "The few-shot examples for item `idx`: a fixed random sample of the other items (seed `1234 + idx`)"
     num_fewshot = min(num_fewshot, len(data) - 1)  # a tiny task (e.g. --max-per-task=5) cannot give 10 shots
-    if num_fewshot <= 0: return []
+    if num_fewshot <= 0:
+        return []
     rng = random.Random(1234 + idx)
     available_indices = [i for i in range(len(data)) if i != idx]
     return [data[i] for i in rng.sample(available_indices, num_fewshot)]
@@ -57,7 +58,8 @@ def find_common_length(token_sequences, direction='left'):
     indices = range(min_len) if direction == 'left' else range(-1, -min_len - 1, -1)
     for i, idx in enumerate(indices):
         token = token_sequences[0][idx]
-        if not all(seq[idx] == token for seq in token_sequences): return i
+        if not all(seq[idx] == token for seq in token_sequences):
+            return i
     return min_len
 
 # %% ../nbs/09_core_eval.ipynb #66871c8a
@@ -91,27 +93,32 @@ def crop_sequences(tokens, start_idxs, end_idxs, max_seq_len):
             num_to_crop = min(len(t) - max_seq_len, s - 1)  # keep >= 1 token before the span: it predicts the first one
             t = t[num_to_crop:num_to_crop + max_seq_len]
             s, e = s - num_to_crop, min(e - num_to_crop, max_seq_len)
-        new_tokens.append(t); new_start_idxs.append(s); new_end_idxs.append(e)
+        new_tokens.append(t)
+        new_start_idxs.append(s)
+        new_end_idxs.append(e)
     return new_tokens, new_start_idxs, new_end_idxs
 
 def model_max_seq_len(model):
     "The longest input to feed `model`: `model.max_seq_len` if set, else `model.config.sequence_len`, else None"
     max_seq_len = getattr(model, 'max_seq_len', None)
-    if max_seq_len is None: max_seq_len = getattr(getattr(model, 'config', None), 'sequence_len', None)
+    if max_seq_len is None:
+        max_seq_len = getattr(getattr(model, 'config', None), 'sequence_len', None)
     return max_seq_len
 
 CORE_CROPS = ('context', 'rotary')
 
 def check_core_crop(crop):
     "`crop` if it is one of `CORE_CROPS`, else a ValueError that names the flag"
-    if crop not in CORE_CROPS: raise ValueError(f"--core-crop={crop!r}: expected one of {', '.join(CORE_CROPS)}")
+    if crop not in CORE_CROPS:
+        raise ValueError(f"--core-crop={crop!r}: expected one of {', '.join(CORE_CROPS)}")
     return crop
 
 def core_max_seq_len(model, crop='context'):
     "Where CORE crops prompts for `model`: its training context (`crop='context'`) or rotary cache (`'rotary'`)"
     check_core_crop(crop)
     rotary_seq_len = getattr(model, 'rotary_seq_len', None)  # a nanochat GPT: 10 x sequence_len
-    if crop == 'rotary' and rotary_seq_len is not None: return rotary_seq_len
+    if crop == 'rotary' and rotary_seq_len is not None:
+        return rotary_seq_len
     return model_max_seq_len(model)  # other models: their own limit either way
 
 # %% ../nbs/09_core_eval.ipynb #ce23a915
@@ -119,7 +126,8 @@ def stack_sequences(tokens, pad_token_id):
     "Stack token lists into a `(B, T)` tensor, right-padded with `pad_token_id`"
     bsz, seq_len = len(tokens), max(len(x) for x in tokens)
     input_ids = torch.full((bsz, seq_len), pad_token_id, dtype=torch.long)
-    for i, x in enumerate(tokens): input_ids[i, :len(x)] = torch.tensor(x, dtype=torch.long)
+    for i, x in enumerate(tokens):
+        input_ids[i, :len(x)] = torch.tensor(x, dtype=torch.long)
     return input_ids
 
 @torch.no_grad()
@@ -209,7 +217,8 @@ def evaluate_core(model, tokenizer, device, eval_bundle_dir, max_per_task=-1, ma
             print0(f"Skipping {label}: {task['dataset_uri']} is not in {eval_bundle_dir}/eval_data")
             missing.append(label)
             continue
-        if label not in random_baselines: raise KeyError(f"task {label!r} has no row in eval_meta_data.csv")
+        if label not in random_baselines:
+            raise KeyError(f"task {label!r} has no row in eval_meta_data.csv")
         task_meta = {'task_type': task['icl_task_type'], 'num_fewshot': task['num_fewshot'][0],
                      'continuation_delimiter': task.get('continuation_delimiter', ' ')}
         t0 = time.time()
@@ -224,7 +233,8 @@ def evaluate_core(model, tokenizer, device, eval_bundle_dir, max_per_task=-1, ma
     core_label = "CORE" if not missing else f"CORE ({len(results)}/{len(tasks)} tasks)"
     source_file = os.path.join(eval_bundle_dir, 'SOURCE')
     if os.path.exists(source_file):  # a bundle that says what it is (e.g. the offline local one) is labelled with it
-        with open(source_file) as f: core_label += f" [{f.readline().strip()}]"
+        with open(source_file) as f:
+            core_label += f" [{f.readline().strip()}]"
     return {'results': results, 'centered_results': centered_results, 'core_metric': core_metric,
             'core_label': core_label, 'num_tasks': len(results), 'total_tasks': len(tasks), 'missing_tasks': missing}
 
@@ -247,10 +257,13 @@ def place_eval_bundle(zip_path, eval_bundle_dir):
     parent = os.path.dirname(os.path.abspath(eval_bundle_dir))
     with tempfile.TemporaryDirectory(dir=parent) as tmpdir:  # same filesystem: the final move is a rename
         try:
-            with zipfile.ZipFile(zip_path) as zf: zf.extractall(tmpdir)
-        except zipfile.BadZipFile as e: raise RuntimeError(f"{zip_path} is not a valid zip file ({e})") from None
+            with zipfile.ZipFile(zip_path) as zf:
+                zf.extractall(tmpdir)
+        except zipfile.BadZipFile as e:
+            raise RuntimeError(f"{zip_path} is not a valid zip file ({e})") from None
         extracted = os.path.join(tmpdir, 'eval_bundle')
-        if not os.path.isdir(extracted): raise RuntimeError(f"{zip_path} does not contain an eval_bundle/ folder")
+        if not os.path.isdir(extracted):
+            raise RuntimeError(f"{zip_path} does not contain an eval_bundle/ folder")
         os.replace(extracted, eval_bundle_dir)
     print0(f"Placed eval_bundle directory at {eval_bundle_dir}")
 
@@ -261,7 +274,8 @@ def download_eval_bundle(eval_bundle_dir, url=EVAL_BUNDLE_URL, timeout=30):
     os.makedirs(parent, exist_ok=True)
     with open(os.path.join(parent, '.eval_bundle.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # other ranks wait here, then find the bundle in place
-        if os.path.isdir(eval_bundle_dir): return eval_bundle_dir
+        if os.path.isdir(eval_bundle_dir):
+            return eval_bundle_dir
         zip_path = os.path.join(parent, 'eval_bundle.zip')
         print0(f"Downloading {url} ...")
         try:
@@ -280,7 +294,8 @@ def download_eval_bundle(eval_bundle_dir, url=EVAL_BUNDLE_URL, timeout=30):
 def ensure_eval_bundle(eval_bundle_dir=None, url=EVAL_BUNDLE_URL, timeout=30):
     "The eval bundle directory (default `<base_dir>/eval_bundle`), downloaded first if it does not exist"
     eval_bundle_dir = eval_bundle_dir or os.path.join(get_base_dir(), 'eval_bundle')
-    if not os.path.exists(eval_bundle_dir): download_eval_bundle(eval_bundle_dir, url, timeout)
+    if not os.path.exists(eval_bundle_dir):
+        download_eval_bundle(eval_bundle_dir, url, timeout)
     if not os.path.exists(os.path.join(eval_bundle_dir, 'core.yaml')):
         raise FileNotFoundError(f"{eval_bundle_dir} is not an eval bundle: it has no core.yaml")
     return eval_bundle_dir
@@ -291,11 +306,13 @@ def _word_windows(docs, rng, n, ctx_words=(12, 40), cont_words=6):
     out = []
     for doc in rng.sample(docs, len(docs)):
         words = doc.split()
-        if len(words) < ctx_words[0] + cont_words: continue
+        if len(words) < ctx_words[0] + cont_words:
+            continue
         k = rng.randint(ctx_words[0], min(ctx_words[1], len(words) - cont_words))
         start = rng.randint(0, len(words) - k - cont_words)
         out.append((" ".join(words[start:start + k]), " ".join(words[start + k:start + k + cont_words])))
-        if len(out) == n: break
+        if len(out) == n:
+            break
     return out
 
 def build_local_eval_bundle(eval_bundle_dir, n_per_task=200, seed=0, data_dir=None):

@@ -27,9 +27,11 @@ class ExecutionResult:
     def __repr__(self):
         parts = [f"success={self.success}"]
         for name in ('timeout', 'memory_exceeded', 'output_truncated'):
-            if getattr(self, name): parts.append(f"{name}=True")
+            if getattr(self, name):
+                parts.append(f"{name}=True")
         for name in ('error', 'stdout', 'stderr'):
-            if getattr(self, name): parts.append(f"{name}={getattr(self, name)!r:.200}")
+            if getattr(self, name):
+                parts.append(f"{name}={getattr(self, name)!r:.200}")
         return f"ExecutionResult({', '.join(parts)})"
 
 # %% ../nbs/11_execution.ipynb #95c0403f
@@ -43,7 +45,8 @@ class CappedStringIO(io.StringIO):
 
     def write(self, s):
         room = max(self.max_chars - self.tell(), 0)
-        if len(s) > room: self.dropped += len(s) - room
+        if len(s) > room:
+            self.dropped += len(s) - room
         super().write(s[:room])
         return len(s)
 
@@ -62,8 +65,9 @@ def _disabled(name):
     return fn
 
 DISABLED = {
-    'os': ['kill', 'killpg', 'system', 'popen', 'fork', 'forkpty', 'execv', 'execve', 'execl', 'execle', 'execlp', 'execlpe',
-           'execvp', 'execvpe', 'spawnl', 'spawnle', 'spawnlp', 'spawnlpe', 'spawnv', 'spawnve', 'spawnvp', 'spawnvpe',
+    'os': ['kill', 'killpg', 'system', 'popen', 'fork', 'forkpty', 'execv', 'execve', 'execl', 'execle', 'execlp',
+           'execlpe', 'execvp', 'execvpe', 'spawnl', 'spawnle', 'spawnlp', 'spawnlpe', 'spawnv', 'spawnve', 'spawnvp',
+           'spawnvpe',
            'posix_spawn', 'posix_spawnp', 'link', 'mknod', 'chown', 'fchown', 'lchown', 'lchmod', 'chroot', 'chdir',
            'fchdir', 'setuid', 'setgid', 'seteuid', 'setegid', 'setreuid', 'setregid', 'setresuid', 'setresgid',
            'setsid', 'setpgid', 'setpgrp'],
@@ -96,7 +100,8 @@ def _path_checked(fn, name, params, root):
     def wrapper(*args, **kwargs):
         for i, param in enumerate(params):
             path = args[i] if i < len(args) else kwargs.get(param)
-            if param is None or path is None or isinstance(path, int): continue  # an int is an open descriptor
+            if param is None or path is None or isinstance(path, int):
+                continue  # an int is an open descriptor
             dir_fd = kwargs.get({'src': 'src_dir_fd', 'dst': 'dst_dir_fd'}.get(param, 'dir_fd'), kwargs.get('dir_fd'))
             check_sandbox_path(path, root, name in FOLLOWS_SYMLINKS, dir_fd, f"os.{name}")
         return fn(*args, **kwargs)
@@ -114,7 +119,8 @@ def _guard_files(root):
             check_sandbox_path(file, root, follow=True, what='writing to')
         return real_open(file, mode, *args, **kwargs)
     def os_open(path, flags, *args, dir_fd=None, **kwargs):
-        if flags & write_flags: check_sandbox_path(path, root, follow=True, dir_fd=dir_fd, what='writing to')
+        if flags & write_flags:
+            check_sandbox_path(path, root, follow=True, dir_fd=dir_fd, what='writing to')
         return real_os_open(path, flags, *args, dir_fd=dir_fd, **kwargs)
     builtins.open = io.open = open_
     os.open = os_open
@@ -132,15 +138,19 @@ def reliability_guard(maximum_memory_bytes=None, timeout=None, sandbox_dir=None,
     resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))  # no filling the disk
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.environ['OMP_NUM_THREADS'] = '1'
-    if sandbox_dir is not None: _guard_files(os.path.realpath(sandbox_dir))
+    if sandbox_dir is not None:
+        _guard_files(os.path.realpath(sandbox_dir))
     for module_name, names in DISABLED.items():
         module = importlib.import_module(module_name)
         for name in names:
-            if hasattr(module, name): setattr(module, name, _disabled(f"{module_name}.{name}"))
+            if hasattr(module, name):
+                setattr(module, name, _disabled(f"{module_name}.{name}"))
     posix = importlib.import_module('posix')  # os.remove is posix.remove: patch the source too
     for name in DISABLED['os'] + list(PATH_FUNCTIONS) + ['open']:
-        if hasattr(posix, name): setattr(posix, name, getattr(os, name))
-    for name in BLOCKED_MODULES: sys.modules[name] = None  # `import ctypes` now raises ImportError
+        if hasattr(posix, name):
+            setattr(posix, name, getattr(os, name))
+    for name in BLOCKED_MODULES:
+        sys.modules[name] = None  # `import ctypes` now raises ImportError
 
 # %% ../nbs/11_execution.ipynb #030f47af
 def _on_alarm(signum, frame): raise TimeoutException()
@@ -174,12 +184,15 @@ def _sandbox_main():
     req = json.loads(sys.stdin.buffer.read())
     result_fd, write, exit_ = os.dup(1), os.write, os._exit  # saved before the guard replaces them
     devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2): os.dup2(devnull, fd)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
     stdout, stderr = CappedStringIO(req['max_output_chars']), CappedStringIO(req['max_output_chars'])
     result = _run_request(req, stdout, stderr)
-    result.update(stdout=stdout.getvalue(), stderr=stderr.getvalue(), output_truncated=bool(stdout.dropped or stderr.dropped))
+    result.update(stdout=stdout.getvalue(), stderr=stderr.getvalue(),
+                  output_truncated=bool(stdout.dropped or stderr.dropped))
     payload = (json.dumps(result) + '\n').encode()
-    while payload: payload = payload[write(result_fd, payload):]
+    while payload:
+        payload = payload[write(result_fd, payload):]
     exit_(0)
 
 # %% ../nbs/11_execution.ipynb #c03a6412
@@ -190,18 +203,24 @@ def _read_line(fd, deadline, max_bytes):
     data = b''
     while b'\n' not in data:
         left = deadline - time.monotonic()
-        if left <= 0: return data, 'timeout'
-        if not select.select([fd], [], [], left)[0]: continue
+        if left <= 0:
+            return data, 'timeout'
+        if not select.select([fd], [], [], left)[0]:
+            continue
         chunk = os.read(fd, 1 << 16)
-        if not chunk: return data, 'eof'
+        if not chunk:
+            return data, 'eof'
         data += chunk
-        if len(data) > max_bytes: return data, 'too big'
+        if len(data) > max_bytes:
+            return data, 'too big'
     return data.split(b'\n', 1)[0], None
 
 def _kill_group(proc):
     "SIGKILL the child's process group (the child is not reaped yet, so its id cannot have been reused)"
-    try: os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError): pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 # %% ../nbs/11_execution.ipynb #8bf930e9
 def _sandbox_command():
@@ -215,13 +234,18 @@ def _failed(error, **flags):
 
 def _result_from_child(line, problem, returncode, timeout):
     "Turn what the child sent (or did not) into an ExecutionResult"
-    if problem == 'timeout': return _failed(f"Execution timed out after {timeout} s (process killed)", timeout=True)
-    if problem == 'too big': return _failed("The sandboxed process wrote too much to its result pipe (process killed)")
+    if problem == 'timeout':
+        return _failed(f"Execution timed out after {timeout} s (process killed)", timeout=True)
+    if problem == 'too big':
+        return _failed("The sandboxed process wrote too much to its result pipe (process killed)")
     if problem == 'eof':
-        how = f"was killed by signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exited with code {returncode}"
+        how = (f"was killed by signal {signal.Signals(-returncode).name}" if returncode < 0
+               else f"exited with code {returncode}")
         return _failed(f"The sandboxed process {how} without a result", timeout=returncode == -signal.SIGXCPU)
-    try: return ExecutionResult(**json.loads(line))
-    except (ValueError, TypeError) as e: return _failed(f"The sandboxed process sent an unreadable result ({e})")
+    try:
+        return ExecutionResult(**json.loads(line))
+    except (ValueError, TypeError) as e:
+        return _failed(f"The sandboxed process sent an unreadable result ({e})")
 
 # %% ../nbs/11_execution.ipynb #77b82835
 def execute_code(code: str, timeout: float = 5.0, maximum_memory_bytes: Optional[int] = 256 * 1024 * 1024,
@@ -236,8 +260,11 @@ def execute_code(code: str, timeout: float = 5.0, maximum_memory_bytes: Optional
                                 stderr=subprocess.DEVNULL, cwd=sandbox_dir, env=env, start_new_session=True)
         try:
             deadline = time.monotonic() + timeout + KILL_GRACE
-            try: proc.stdin.write(request); proc.stdin.close()
-            except BrokenPipeError: pass  # the child died early: reading gets EOF
+            try:
+                proc.stdin.write(request)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # the child died early: reading gets EOF
             line, problem = _read_line(proc.stdout.fileno(), deadline, 16 * max_output_chars + 65536)
         finally:
             _kill_group(proc)  # always: nothing the code started outlives the call

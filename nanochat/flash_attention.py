@@ -7,7 +7,6 @@ __all__ = ['FA3_REPO', 'flash_attn', 'has_fa3', 'set_backend', 'backend', 'flash
 
 # %% ../nbs/04_attention.ipynb #0ae09506
 import os
-import math
 import functools
 from types import SimpleNamespace
 
@@ -22,13 +21,18 @@ FA3_REPO = 'varunneal/flash-attention-3'
 @functools.cache
 def _load_flash_attention_3():
     "Return `(fa3_interface or None, reason)`; `kernels` is only imported on a Hopper GPU"
-    if not torch.cuda.is_available(): return None, 'no CUDA device'
+    if not torch.cuda.is_available():
+        return None, 'no CUDA device'
     major, minor = torch.cuda.get_device_capability()
-    if major != 9: return None, f'the GPU is sm{major}{minor}; the FA3 kernels are built for Hopper (sm90) only'
+    if major != 9:
+        return None, f'the GPU is sm{major}{minor}; the FA3 kernels are built for Hopper (sm90) only'
     os.environ.setdefault('HF_HUB_OFFLINE', '1')  # use the local kernel cache; set HF_HUB_OFFLINE=0 to download
     os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
     try:
         from kernels import get_kernel
+    except ImportError:  # optional: the package's `gpu` extra; runs/setup.sh installs it on a machine with nvidia-smi
+        return None, "the `kernels` package is not installed (`pip install kernels`, or the package's `gpu` extra)"
+    try:
         with torch.device('cpu'): # not under a caller's `with torch.device('meta')` (GPT() is built on meta)
             return get_kernel(FA3_REPO, version=1, trust_remote_code=True).flash_attn_interface, 'loaded'
     except Exception as e:  # ValueError / FileNotFoundError / HTTP errors: never fatal
@@ -45,7 +49,8 @@ _backend = None   # the decision, made once on first use
 def set_backend(name=None):
     "Force the attention backend for this process: 'fa3', 'sdpa', or None/'auto' to decide automatically"
     global _override, _backend
-    if name not in (None, 'auto', 'fa3', 'sdpa'): raise ValueError(f"unknown attention backend {name!r}: use 'fa3', 'sdpa' or None")
+    if name not in (None, 'auto', 'fa3', 'sdpa'):
+        raise ValueError(f"unknown attention backend {name!r}: use 'fa3', 'sdpa' or None")
     _override, _backend = (None if name == 'auto' else name), None
 
 _LOST = ("sliding windows run as full causal attention plus a mask (no speed-up from short windows), "
@@ -54,15 +59,21 @@ _LOST = ("sliding windows run as full causal attention plus a mask (no speed-up 
 def backend():
     "The attention backend in use, 'fa3' or 'sdpa': decided on first call and announced once"
     global _backend
-    if _backend is not None: return _backend
+    if _backend is not None:
+        return _backend
     want = _override or os.environ.get('NANOCHAT_ATTN_BACKEND', 'auto').strip().lower() or 'auto'
-    if want not in ('auto', 'fa3', 'sdpa'): raise ValueError(f"NANOCHAT_ATTN_BACKEND={want!r}: use sdpa, fa3 or auto")
+    if want not in ('auto', 'fa3', 'sdpa'):
+        raise ValueError(f"NANOCHAT_ATTN_BACKEND={want!r}: use sdpa, fa3 or auto")
     fa3, reason = (None, 'forced to sdpa') if want == 'sdpa' else _load_flash_attention_3()
-    if want == 'fa3' and fa3 is None: raise RuntimeError(f"attention backend 'fa3' was asked for but is unavailable: {reason}")
+    if want == 'fa3' and fa3 is None:
+        raise RuntimeError(f"attention backend 'fa3' was asked for but is unavailable: {reason}")
     _backend = 'fa3' if fa3 is not None else 'sdpa'
-    if torch.compiler.is_compiling(): return _backend  # print() would break the graph; GPT() decides before compile
-    if _backend == 'fa3': print0("attention: Flash Attention 3 (bf16/fp16 inputs; other dtypes use SDPA)")
-    else: print0(f"attention: PyTorch SDPA (FA3 not used: {reason}). Lost vs FA3: {_LOST}.")
+    if torch.compiler.is_compiling():
+        return _backend  # print() would break the graph; GPT() decides before compile
+    if _backend == 'fa3':
+        print0("attention: Flash Attention 3 (bf16/fp16 inputs; other dtypes use SDPA)")
+    else:
+        print0(f"attention: PyTorch SDPA (FA3 not used: {reason}). Lost vs FA3: {_LOST}.")
     return _backend
 
 def _use_fa3(q):
@@ -76,8 +87,10 @@ def _attn_mask(Tq, Tk, left, right, device):
     row = (Tk - Tq) + torch.arange(Tq, device=device)[:, None]
     col = torch.arange(Tk, device=device)[None, :]
     keep = torch.ones(Tq, Tk, dtype=torch.bool, device=device)
-    if right >= 0: keep &= col <= row + right
-    if left >= 0: keep &= col >= row - left
+    if right >= 0:
+        keep &= col <= row + right
+    if left >= 0:
+        keep &= col >= row - left
     return keep
 
 def _sdpa_attention(q, k, v, causal, window_size):
@@ -85,10 +98,13 @@ def _sdpa_attention(q, k, v, causal, window_size):
     Tq, Tk = q.size(2), k.size(2)
     gqa = q.size(1) != k.size(1)
     left, right = window_size
-    if causal: right = 0
-    if left >= Tk - 1: left = -1  # the window covers every key: no limit
+    if causal:
+        right = 0
+    if left >= Tk - 1:
+        left = -1  # the window covers every key: no limit
     if Tq == 1:  # decode: the query is the last position, so it sees the last left+1 keys (or all): no mask
-        if left >= 0: k, v = k[:, :, -(left + 1):], v[:, :, -(left + 1):]
+        if left >= 0:
+            k, v = k[:, :, -(left + 1):], v[:, :, -(left + 1):]
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
     if left < 0 and Tq == Tk and right in (0, -1):
         return F.scaled_dot_product_attention(q, k, v, is_causal=right == 0, enable_gqa=gqa)
@@ -106,7 +122,8 @@ def flash_attn_func(q, k, v, causal=False, window_size=(-1, -1)):
     return y.transpose(1, 2)  # (B, H, T, D) -> (B, T, H, D)
 
 # %% ../nbs/04_attention.ipynb #f1674e4a
-def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, causal=False, window_size=(-1, -1)):
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, causal=False,
+                            window_size=(-1, -1)):
     "Attention over a KV cache that the new k, v are written into (in place); (B, T_new, H, D) in and out"
     if _use_fa3(q):
         y = _load_flash_attention_3()[0].flash_attn_with_kvcache(
@@ -128,5 +145,6 @@ flash_attn = SimpleNamespace(flash_attn_func=flash_attn_func, flash_attn_with_kv
 
 def __getattr__(name):
     "Module attribute `HAS_FA3`, computed lazily"
-    if name == 'HAS_FA3': return has_fa3()
+    if name == 'HAS_FA3':
+        return has_fa3()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['EMBEDDING_MODES', 'GPTConfig', 'norm', 'has_ve', 'apply_rotary_emb', 'CausalSelfAttention', 'MLP', 'Block',
-           'SoftcapCrossEntropy', 'softcap_cross_entropy', 'GPT', 'StructuredEmbedding']
+           'SoftcapCrossEntropy', 'softcap_cross_entropy', 'LinearSoftcapCrossEntropy', 'linear_softcap_cross_entropy',
+           'GPT', 'StructuredEmbedding']
 
 # %% ../nbs/05_gpt.ipynb #28f7743d
-import math
 from dataclasses import dataclass
 
 import torch
@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from .common import get_compute_dtype, print0
 from .flash_attention import flash_attn, backend as attention_backend
+from fastcore.basics import patch # methods written in later cells join their class
 
 # %% ../nbs/05_gpt.ipynb #5eeda1dc
 EMBEDDING_MODES = ("flat", "structured", "hierarchical", "tuple")  # how a token id becomes a vector (see the end)
@@ -51,8 +52,9 @@ class GPTConfig:
     def head_dim(self): return self.n_embd // self.n_head
 
 # %% ../nbs/05_gpt.ipynb #b4741a1b
-def _from_depth(cls, depth, vocab_size, sequence_len, aspect_ratio=64, head_dim=128, window_pattern='SSSL',
-                n_kv_head=None, embedding_mode='flat'):
+@patch(cls_method=True)
+def from_depth(cls: GPTConfig, depth, vocab_size, sequence_len, aspect_ratio=64, head_dim=128, window_pattern='SSSL',
+                 n_kv_head=None, embedding_mode='flat'):
     "Config from the single `depth` dial, as base_train derives it"
     if depth < 1 or aspect_ratio < 1 or head_dim < 1:
         raise ValueError(f"depth, aspect_ratio and head_dim must be positive, got {depth}, {aspect_ratio}, {head_dim}")
@@ -62,8 +64,6 @@ def _from_depth(cls, depth, vocab_size, sequence_len, aspect_ratio=64, head_dim=
     n_kv_head = n_head if n_kv_head is None else n_kv_head # 1:1 by default, i.e. GQA off
     return cls(sequence_len=sequence_len, vocab_size=vocab_size, n_layer=depth, n_head=n_head,
                n_kv_head=n_kv_head, n_embd=model_dim, window_pattern=window_pattern, embedding_mode=embedding_mode)
-
-GPTConfig.from_depth = classmethod(_from_depth)
 
 # %% ../nbs/05_gpt.ipynb #fce3ccdb
 def norm(x):
@@ -190,6 +190,52 @@ def softcap_cross_entropy(logits, targets, softcap=15, reduction='mean'):
     "Fused `F.cross_entropy(softcap * tanh(logits / softcap), targets, ignore_index=-1, reduction=reduction)`"
     return SoftcapCrossEntropy.apply(logits, targets, softcap, reduction)
 
+# %% ../nbs/05_gpt.ipynb #09ef98de
+class LinearSoftcapCrossEntropy(torch.autograd.Function):
+    """`softcap_cross_entropy(x @ weight[:vocab_size].T, targets)` in row chunks: each chunk's logits, loss and
+    gradients are computed in the forward, so the (N, vocab) logits never exist whole"""
+    @staticmethod
+    def forward(ctx, x, weight, targets, vocab_size, softcap, reduction, chunk_rows):
+        assert reduction in ('mean', 'sum'), f"fused loss supports mean and sum, not {reduction!r}"
+        # matmuls in the autocast dtype if autocast is on (bf16 on a GPU), else in x's dtype: as nn.Linear would
+        dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else x.dtype
+        w = weight[:vocab_size].to(dtype) # (V, C): the padded rows get no logits and no gradient
+        valid = targets != -1
+        t = torch.where(valid, targets, 0) # (N,) ignored rows point at id 0 and are weighted 0
+        n = valid.sum()
+        row_weight = valid / n if reduction == 'mean' else valid.float() # (N,) d(loss)/d(row loss)
+        grad_x = torch.empty_like(x) # (N, C)
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) # (padded V, C)
+        total = torch.zeros((), dtype=torch.float32, device=x.device)
+        for start in range(0, x.size(0), chunk_rows):
+            rows = slice(start, start + chunk_rows)
+            xc = x[rows].to(dtype) # (rows, C)
+            tc = t[rows, None] # (rows, 1)
+            capped = F.linear(xc, w).float().div_(softcap).tanh_().mul_(softcap) # (rows, V)
+            lse = torch.logsumexp(capped, dim=-1) # (rows,)
+            total += ((lse - capped.gather(1, tc).squeeze(1)) * row_weight[rows]).sum()
+            g = torch.sub(capped, lse[:, None]).exp_() # softmax of the capped logits
+            g.scatter_add_(1, tc, torch.full_like(lse[:, None], -1.0)) # minus the one-hot target
+            g.mul_(row_weight[rows, None])
+            g.mul_(capped.div_(softcap).square_().neg_().add_(1)) # through the cap: 1 - tanh^2
+            g = g.to(dtype)
+            grad_x[rows] = g @ w # (rows, C)
+            grad_w[:vocab_size] += (g.t() @ xc).float() # (V, C)
+        ctx.save_for_backward(grad_x, grad_w.to(weight.dtype))
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_x, grad_w = ctx.saved_tensors
+        return grad_x * grad, grad_w * grad, None, None, None, None, None
+
+def linear_softcap_cross_entropy(x, weight, targets, vocab_size, softcap=15, reduction='mean', chunk_rows=None):
+    "Fused `softcap_cross_entropy(F.linear(x, weight)[:, :vocab_size], targets)` for training: x (N, C), weight (V, C)"
+    if chunk_rows is None:
+        # ~1M logits (4 MB) per chunk stay in cache on a CPU; a GPU wants big kernels, so one chunk there
+        chunk_rows = x.size(0) if x.is_cuda else max(64, 2**20 // vocab_size)
+    return LinearSoftcapCrossEntropy.apply(x, weight, targets, vocab_size, softcap, reduction, chunk_rows)
+
 # %% ../nbs/05_gpt.ipynb #2a968917
 class GPT(nn.Module):
     def __init__(self, config, pad_vocab_size_to=64, token_metadata=None):
@@ -248,8 +294,9 @@ class GPT(nn.Module):
         return self.lm_head.weight.device # (wte is a module of several tables in the non-flat embedding modes)
 
 # %% ../nbs/05_gpt.ipynb #69ef02c4
+@patch
 @torch.no_grad()
-def init_weights(self):
+def init_weights(self: GPT):
     "Initialise all parameters and the rotary buffers (call after to_empty on the target device)"
     if self.config.embedding_mode == "flat":
         torch.nn.init.normal_(self.transformer.wte.weight, mean=0.0, std=1.0)
@@ -281,11 +328,9 @@ def init_weights(self):
         for ve in self.value_embeds.values():
             ve.to(dtype=dtype)
 
-GPT.init_weights = init_weights # the class is written across cells: attach the method
-del init_weights
-
 # %% ../nbs/05_gpt.ipynb #59b50203
-def forward(self, idx, targets=None, kv_cache=None, loss_reduction='mean'):
+@patch
+def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
     "Logits (B, T, vocab_size), or the loss when targets are given"
     B, T = idx.size()
     # Rotary tables for the current positions (offset by what the KV cache already holds)
@@ -305,6 +350,11 @@ def forward(self, idx, targets=None, kv_cache=None, loss_reduction='mean'):
     x = norm(x)
     # Forward the lm_head: crop the padding, fp32, smoothly cap the logits to (-softcap, softcap)
     softcap = 15
+    if targets is not None and loss_reduction != 'none' and torch.is_grad_enabled() and not idx.is_cuda:
+        # CPU training, eager or compiled: lm_head and loss fused in row chunks, the (B*T, vocab) logits never exist
+        # whole (a GPU keeps nanochat's expression, which torch.compile fuses there)
+        return linear_softcap_cross_entropy(x.view(B * T, -1), self.lm_head.weight, targets.view(-1),
+                                            self.config.vocab_size, softcap, loss_reduction)
     logits = self.lm_head(x) # (B, T, padded_vocab_size)
     logits = logits[..., :self.config.vocab_size]
     logits = logits.float()
@@ -315,11 +365,9 @@ def forward(self, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1, reduction=loss_reduction)
     return logits
 
-GPT.forward = forward # the class is written across cells: attach the method
-del forward
-
 # %% ../nbs/05_gpt.ipynb #316229d0
-def estimate_flops(self):
+@patch
+def estimate_flops(self: GPT):
     "Estimated FLOPs per token for forward + backward: 6 x matmul params + attention (respects sliding windows)"
     nparams = sum(p.numel() for p in self.parameters())
     value_embeds_numel = sum(ve.weight.numel() for ve in self.value_embeds.values())
@@ -334,16 +382,15 @@ def estimate_flops(self):
         attn_flops += 12 * h * q * effective_seq
     return 6 * (nparams - nparams_exclude) + attn_flops
 
-def num_scaling_params(self):
+@patch
+def num_scaling_params(self: GPT):
     "All parameters, as in the Chinchilla paper (nanochat's scaling-law convention)"
     return sum(p.numel() for p in self.parameters())
 
-GPT.estimate_flops, GPT.num_scaling_params = estimate_flops, num_scaling_params
-del estimate_flops, num_scaling_params
-
 # %% ../nbs/05_gpt.ipynb #64d6ffc4
+@patch
 @torch.inference_mode()
-def generate(self, tokens, max_tokens, temperature=1.0, top_k=None, seed=42):
+def generate(self: GPT, tokens, max_tokens, temperature=1.0, top_k=None, seed=42):
     "Naive autoregressive streaming inference: batch 1, no KV cache, yields token ids"
     assert isinstance(tokens, list)
     device = self.get_device()
@@ -365,13 +412,11 @@ def generate(self, tokens, max_tokens, temperature=1.0, top_k=None, seed=42):
         ids = torch.cat((ids, next_ids), dim=1)
         yield next_ids.item()
 
-def setup_optimizers(self, **kwargs):
+@patch
+def setup_optimizers(self: GPT, **kwargs):
     "Muon for the matrices, AdamW for the rest: delegates to nanochat.optim.setup_optimizers"
     from nanochat.optim import setup_optimizers
     return setup_optimizers(self, **kwargs)
-
-GPT.generate, GPT.setup_optimizers = generate, setup_optimizers
-del generate, setup_optimizers
 
 # %% ../nbs/05_gpt.ipynb #7e0160f7
 class StructuredEmbedding(nn.Module):

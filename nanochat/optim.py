@@ -27,26 +27,36 @@ polar_express_coeffs = [
 ]
 
 def get_orth_dtype(device, dtype=None):
-    "Dtype for the orthogonalization: `dtype`, else env NANOCHAT_ORTH_DTYPE, else bf16 on CUDA and on CPUs where bf16 is fast, else fp32"
-    if dtype is not None: return dtype
+    "Orthogonalization dtype: `dtype`, else env NANOCHAT_ORTH_DTYPE, else bf16 on CUDA or a fast-bf16 CPU, else fp32"
+    if dtype is not None:
+        return dtype
     env = os.environ.get('NANOCHAT_ORTH_DTYPE', '').strip()
-    if env: return parse_dtype(env, 'NANOCHAT_ORTH_DTYPE')
+    if env:
+        return parse_dtype(env, 'NANOCHAT_ORTH_DTYPE')
     device_type = torch.device(device).type
-    if device_type == 'cuda' or (device_type == 'cpu' and cpu_bf16_matmul_is_fast()): return torch.bfloat16
+    if device_type == 'cuda' or (device_type == 'cpu' and cpu_bf16_matmul_is_fast()):
+        return torch.bfloat16
     return torch.float32
 
 # %% ../nbs/06_optim.ipynb #7c942d6e
+def _addmm(input, m1, m2, beta, alpha):
+    "beta * input + alpha * (m1 @ m2) in one BLAS call: the scaling and the sum ride on the matmul, no extra passes"
+    if input.ndim == 3:
+        return torch.baddbmm(input, m1, m2, beta=beta, alpha=alpha)
+    return torch.addmm(input, m1, m2, beta=beta, alpha=alpha)
+
 def _quintic_iteration(G, coeffs, norm_scale, eps, dtype):
     "Normalize G, run X <- aX + b(XX^T)X + c(XX^T)^2 X for each (a, b, c), transposing tall matrices"
-    assert G.ndim >= 2, "expects a matrix or a stack of matrices (..., rows, cols)"
+    assert G.ndim in (2, 3), "expects a matrix (rows, cols) or a stack of matrices (n, rows, cols)"
     X = G.to(get_orth_dtype(G.device, dtype))
     tall = G.size(-2) > G.size(-1)
-    if tall: X = X.mT  # iterate on the wide orientation: X @ X.mT is the smaller Gram matrix
+    if tall:
+        X = X.mT  # iterate on the wide orientation: X @ X.mT is the smaller Gram matrix
     X = X / (X.norm(dim=(-2, -1), keepdim=True) * norm_scale + eps)  # Frobenius >= spectral norm: all s in [0, 1]
     for a, b, c in coeffs:
         A = X @ X.mT  # (..., rows, rows)
-        B = b * A + c * (A @ A)
-        X = a * X + B @ X
+        B = _addmm(A, A, A, beta=b, alpha=c)  # b*A + c*(A @ A)
+        X = _addmm(X, B, X, beta=a, alpha=1.0)  # a*X + B @ X
     return X.mT if tall else X
 
 def zeropower_via_newtonschulz5(G, steps=5, dtype=None):
@@ -55,7 +65,8 @@ def zeropower_via_newtonschulz5(G, steps=5, dtype=None):
 
 def zeropower_via_polar_express(G, steps=5, dtype=None):
     "Approximate polar factor U V^T of G (or of each matrix in a stack) with the Polar Express iteration"
-    assert steps <= len(polar_express_coeffs), f"Polar Express coefficients exist for at most {len(polar_express_coeffs)} steps"
+    assert steps <= len(polar_express_coeffs), \
+        f"Polar Express coefficients exist for at most {len(polar_express_coeffs)} steps"
     return _quintic_iteration(G, polar_express_coeffs[:steps], 1.02, 1e-6, dtype)
 
 zeropower_fns = {'polar_express': zeropower_via_polar_express, 'newtonschulz5': zeropower_via_newtonschulz5}
@@ -98,8 +109,10 @@ _compiled_muon_step = None
 def _get_muon_step(compile):
     "The eager `muon_step`, or (once) its compiled version"
     global _compiled_muon_step
-    if not compile: return muon_step
-    if _compiled_muon_step is None: _compiled_muon_step = torch.compile(muon_step, dynamic=False, fullgraph=True)
+    if not compile:
+        return muon_step
+    if _compiled_muon_step is None:
+        _compiled_muon_step = torch.compile(muon_step, dynamic=False, fullgraph=True)
     return _compiled_muon_step
 
 # %% ../nbs/06_optim.ipynb #eb4a36c3
@@ -165,13 +178,15 @@ class AdamW(torch.optim.AdamW):
     "torch's AdamW with nanochat's defaults, fused where the device supports it"
     def __init__(self, params, lr=1e-3, betas=(0.8, 0.95), eps=1e-10, weight_decay=0.0, fused=None):
         params = list(params)
-        if fused is None: fused = _fused_supported(_first_param(params).device)
+        if fused is None:
+            fused = _fused_supported(_first_param(params).device)
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused)
 
 # %% ../nbs/06_optim.ipynb #24595e2d
 def setup_optimizers(model, unembedding_lr=0.004, embedding_lr=0.2, matrix_lr=0.02, weight_decay=0.0,
-                     adam_betas=(0.8, 0.95), scalar_lr=0.5):
-    "Split a GPT's parameters between AdamW and Muon; returns `[adamw_optimizer, muon_optimizer]`"
+                     adam_betas=(0.8, 0.95), scalar_lr=0.5, compile=None):
+    """Split a GPT's parameters between AdamW and Muon; returns `[adamw_optimizer, muon_optimizer]`.
+    `compile`: torch.compile the Muon step (None: on CUDA only, as nanochat; base_train passes its --compile)"""
     model_dim = model.config.n_embd
     ddp, rank, local_rank, world_size = get_dist_info()
     matrix_params = list(model.transformer.h.parameters())
@@ -180,7 +195,9 @@ def setup_optimizers(model, unembedding_lr=0.004, embedding_lr=0.2, matrix_lr=0.
     lm_head_params = list(model.lm_head.parameters())
     resid_params, x0_params = [model.resid_lambdas], [model.x0_lambdas]
     # every parameter in exactly one group
-    grouped = [id(p) for ps in (matrix_params, value_embeds_params, embedding_params, lm_head_params, resid_params, x0_params) for p in ps]
+    grouped = [id(p)
+               for ps in (matrix_params, value_embeds_params, embedding_params, lm_head_params, resid_params, x0_params)
+               for p in ps]
     assert len(grouped) == len(set(grouped)) and set(grouped) == {id(p) for p in model.parameters()}, \
         "setup_optimizers: every parameter must be in exactly one optimizer group"
     # AdamW for the embeddings, lm_head and the per-layer scalars; lr ∝ 1/√dmodel (tuned at 768)
@@ -198,7 +215,7 @@ def setup_optimizers(model, unembedding_lr=0.004, embedding_lr=0.2, matrix_lr=0.
     adamw_optimizer = AdamWFactory(adam_groups, betas=adam_betas, eps=1e-10, weight_decay=0.0)
     # Muon for the matrices of the transformer blocks
     MuonFactory = DistMuon if ddp else Muon
-    muon_optimizer = MuonFactory(matrix_params, lr=matrix_lr, momentum=0.95, weight_decay=weight_decay)
+    muon_optimizer = MuonFactory(matrix_params, lr=matrix_lr, momentum=0.95, weight_decay=weight_decay, compile=compile)
     optimizers = [adamw_optimizer, muon_optimizer]
     for opt in optimizers:
         for group in opt.param_groups:
@@ -232,7 +249,7 @@ def scale_weight_decay(weight_decay, depth, reference_depth=12):
     return weight_decay * (reference_depth / depth) ** 2
 
 # %% ../nbs/06_optim.ipynb #8e9d4929
-USE_REDUCE_SCATTER = True  # set False to use the all_reduce fallback (same result, twice the traffic)
+USE_REDUCE_SCATTER = True  # False: all_reduce the full grads and keep our shard (same result, 1.5x the traffic)
 _reduce_scatter = getattr(dist, 'reduce_scatter_single', None) or dist.reduce_scatter_tensor  # renamed in torch 2.13
 _all_gather = getattr(dist, 'all_gather_single', None) or dist.all_gather_into_tensor
 
@@ -244,7 +261,8 @@ def reduce_scatter_avg(output, input):
     "Average `input` over ranks, keeping this rank's slice (along dim 0) in `output`; returns a handle to `wait()` on"
     global USE_REDUCE_SCATTER
     if USE_REDUCE_SCATTER:
-        try: return _reduce_scatter(output, input, op=dist.ReduceOp.AVG, async_op=True)
+        try:
+            return _reduce_scatter(output, input, op=dist.ReduceOp.AVG, async_op=True)
         except (RuntimeError, NotImplementedError, ValueError) as e:  # e.g. a gloo build without reduce_scatter
             print0(f"reduce_scatter failed ({type(e).__name__}: {e}); falling back to all_reduce")
             USE_REDUCE_SCATTER = False
@@ -263,7 +281,8 @@ class DistMuon(Muon):
     @torch.no_grad()
     def step(self):
         rank, world_size = dist.get_rank(), dist.get_world_size()
-        assert all(p.grad is not None for group in self.param_groups for p in group['params']), "All params must have grads"
+        assert all(p.grad is not None for group in self.param_groups for p in group['params']), \
+            "All params must have grads"
         pending = []  # first pass: launch one reduce_scatter per group
         for group in self.param_groups:
             params = group['params']
@@ -313,7 +332,8 @@ class DistAdamW(torch.optim.Optimizer):
                     grad_slice = torch.empty_like(p.grad[:p.shape[0] // world_size])
                     pending.append((group, p, True, grad_slice, reduce_scatter_avg(grad_slice, p.grad)))
                 else:
-                    pending.append((group, p, False, p.grad, dist.all_reduce(p.grad, op=dist.ReduceOp.AVG, async_op=True)))
+                    pending.append((group, p, False, p.grad,
+                                    dist.all_reduce(p.grad, op=dist.ReduceOp.AVG, async_op=True)))
         gathers = []  # second pass: update this rank's slice (or all of a small param), then gather
         for group, p, sharded, g_slice, work in pending:
             work.wait()
@@ -327,8 +347,10 @@ class DistAdamW(torch.optim.Optimizer):
             adamw_functional([p_slice], [g_slice], [state['exp_avg']], [state['exp_avg_sq']], [], [state['step']],
                              foreach=False, fused=self.fused, amsgrad=False, beta1=beta1, beta2=beta2, lr=group['lr'],
                              weight_decay=group['weight_decay'], eps=group['eps'], maximize=False)
-            if sharded: gathers.append(all_gather(p, p_slice))
-        for work in gathers: work.wait()
+            if sharded:
+                gathers.append(all_gather(p, p_slice))
+        for work in gathers:
+            work.wait()
 
 # %% ../nbs/06_optim.ipynb #9d4b5b75
 def get_lr_multiplier_mid(progress, flat_frac=0.8):

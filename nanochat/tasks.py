@@ -105,7 +105,8 @@ def hf_data_path(dataset, config, split, ext="jsonl"):
 def find_hf_file(dataset, config, split):
     "The jsonl or parquet file of a split, or None"
     for ext in ("jsonl", "parquet"):
-        if os.path.exists(path := hf_data_path(dataset, config, split, ext)): return path
+        if os.path.exists(path := hf_data_path(dataset, config, split, ext)):
+            return path
     return None
 
 def hf_shuffle_permutation(n, seed=42):
@@ -121,7 +122,9 @@ class JsonlRows:
             pos = 0
             for lineno, line in enumerate(f, 1):
                 if line.strip():
-                    starts.append(pos); ends.append(pos + len(line)); lines.append(lineno)
+                    starts.append(pos)
+                    ends.append(pos + len(line))
+                    lines.append(lineno)
                 pos += len(line)
         self.path = path
         self.starts, self.ends = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
@@ -136,7 +139,8 @@ class JsonlRows:
             weakref.finalize(self, os.close, self._fd)  # closed when the reader goes away
         start, end = int(self.starts[i]), int(self.ends[i])
         line = os.pread(self._fd, end - start, start)  # no shared file position: thread- and fork-safe
-        try: return json.loads(line)
+        try:
+            return json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"{self.path}, line {int(self.lines[i])}: not valid JSON ({e})") from None
 
@@ -184,7 +188,8 @@ class HFTask(Task):
         super().__init__(**kwargs)
         self.config, self.split = config, split
         path = find_hf_file(self.dataset, config, split)
-        if path is None: raise TaskDataMissing(missing_message(self.dataset, config, split, type(self).__name__))
+        if path is None:
+            raise TaskDataMissing(missing_message(self.dataset, config, split, type(self).__name__))
         self.rows = open_rows(path)
         self.perm = hf_shuffle_permutation(len(self.rows))
 
@@ -197,7 +202,8 @@ GSM_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
 def extract_answer(completion):
     "The number after `#### `, without commas, or None"
     match = GSM_RE.search(completion)
-    if match is None: return None
+    if match is None:
+        return None
     return match.group(1).strip().replace(",", "")
 
 def gsm8k_parts(answer):
@@ -245,13 +251,16 @@ def file_lock(path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
-        try: yield
-        finally: fcntl.flock(f, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 def _sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 20): h.update(chunk)
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
     return h.hexdigest()
 
 def update_manifest(dataset, config, split, path, **info):
@@ -268,8 +277,10 @@ def update_manifest(dataset, config, split, path, **info):
 def read_rows_file(path):
     "All rows of a .jsonl, .jsonl.gz or .json (an array) file"
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f: text = f.read()
-    if path.endswith(".json"): return json.loads(text)
+    with opener(path, "rt", encoding="utf-8") as f:
+        text = f.read()
+    if path.endswith(".json"):
+        return json.loads(text)
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 def arc_row_from_core(item, index):
@@ -279,9 +290,11 @@ def arc_row_from_core(item, index):
             "choices": {"text": list(item["choices"]), "label": letters}, "answerKey": letters[item["gold"]]}
 
 def _split_dir_check(name, split):
-    if name not in SOURCES: raise ValueError(f"unknown data source {name!r}: use one of {list(SOURCES)}")
+    if name not in SOURCES:
+        raise ValueError(f"unknown data source {name!r}: use one of {list(SOURCES)}")
     dataset, config, splits = SOURCES[name]
-    if split not in splits: raise ValueError(f"{name} has splits {list(splits)}, not {split!r}")
+    if split not in splits:
+        raise ValueError(f"{name} has splits {list(splits)}, not {split!r}")
     return dataset, config
 
 def place_task_file(name, split, src):
@@ -291,7 +304,8 @@ def place_task_file(name, split, src):
     with file_lock(os.path.join(os.path.dirname(hf_data_path(dataset, config, split)), f".{split}.lock")):
         if src.endswith(".parquet"):
             dst = hf_data_path(dataset, config, split, "parquet")
-            with open(src, "rb") as fin: atomic_write(dst, lambda f: shutil.copyfileobj(fin, f))
+            with open(src, "rb") as fin:
+                atomic_write(dst, lambda f: shutil.copyfileobj(fin, f))
         else:
             rows = read_rows_file(src)
             if name.startswith("ARC") and rows and "query" in rows[0]:
@@ -302,7 +316,8 @@ def place_task_file(name, split, src):
             atomic_write(dst, lambda f: f.write(text), mode="w")
         for ext in ("jsonl", "parquet"):  # exactly one file per split
             other = hf_data_path(dataset, config, split, ext)
-            if other != dst and os.path.exists(other): os.remove(other)
+            if other != dst and os.path.exists(other):
+                os.remove(other)
         update_manifest(dataset, config, split, dst, source=os.path.abspath(src), note=note)
     return dst
 
@@ -353,7 +368,8 @@ class MMLU(HFTask):
     def __init__(self, subset="all", split="test", **kwargs):
         assert subset in ("all", "auxiliary_train"), f"MMLU subset must be all|auxiliary_train, got {subset!r}"
         assert split in ("train", "validation", "dev", "test"), f"unknown MMLU split {split!r}"
-        if subset == "auxiliary_train": assert split == "train", "MMLU auxiliary_train has only the train split"
+        if subset == "auxiliary_train":
+            assert split == "train", "MMLU auxiliary_train has only the train split"
         super().__init__(subset, split, **kwargs)
 
     @property
@@ -361,7 +377,8 @@ class MMLU(HFTask):
 
     def get_example(self, index):
         row = self.row(index)
-        if self.config == "auxiliary_train": row = row["train"]  # these rows are wrapped in a 'train' dict
+        if self.config == "auxiliary_train":
+            row = row["train"]  # these rows are wrapped in a 'train' dict
         assert len(row["choices"]) == 4, f"MMLU expects 4 choices, got {len(row['choices'])}"
         return {"messages": [{"role": "user", "content": render_mc(row["question"], self.letters, row["choices"])},
                              {"role": "assistant", "content": self.letters[row["answer"]]}],
@@ -378,8 +395,10 @@ def extract_imports(prompt):
     imports = []
     for line in prompt.split("\n"):
         stripped = line.strip()
-        if stripped.startswith("import ") or stripped.startswith("from "): imports.append(stripped)
-        elif stripped and not stripped.startswith("#"): break
+        if stripped.startswith("import ") or stripped.startswith("from "):
+            imports.append(stripped)
+        elif stripped and not stripped.startswith("#"):
+            break
     return "\n".join(imports)
 
 def extract_program(completion):
@@ -416,8 +435,10 @@ def check_messages(messages, where):
     "Raise ValueError (saying `where`) unless `messages` alternate user/assistant from the user, >= 2, string contents"
     if not isinstance(messages, list):
         raise ValueError(f"{where}: expected a list of messages, got {type(messages).__name__}")
-    if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system": messages = messages[1:]
-    if len(messages) < 2: raise ValueError(f"{where}: a conversation needs at least 2 messages, got {len(messages)}")
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system":
+        messages = messages[1:]
+    if len(messages) < 2:
+        raise ValueError(f"{where}: a conversation needs at least 2 messages, got {len(messages)}")
     for i, message in enumerate(messages):
         expected = "user" if i % 2 == 0 else "assistant"
         if not isinstance(message, dict) or message.get("role") != expected:
@@ -442,14 +463,18 @@ class CustomJSON(Task):
     def __init__(self, filepath, **kwargs):
         super().__init__(**kwargs)
         self.filepath = os.fspath(filepath)
-        if not os.path.exists(self.filepath): raise FileNotFoundError(f"CustomJSON: no file at {self.filepath}")
+        if not os.path.exists(self.filepath):
+            raise FileNotFoundError(f"CustomJSON: no file at {self.filepath}")
         self.conversations = []
         with open(self.filepath, encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
-                if not line.strip(): continue
+                if not line.strip():
+                    continue
                 where = f"{self.filepath}, line {lineno}"
-                try: messages = json.loads(line)
-                except json.JSONDecodeError as e: raise ValueError(f"{where}: not valid JSON ({e})") from None
+                try:
+                    messages = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{where}: not valid JSON ({e})") from None
                 check_messages(messages, where)
                 self.conversations.append(messages)
 
@@ -468,14 +493,16 @@ WORD_LIST_URL = "https://raw.githubusercontent.com/dwyl/english-words/refs/heads
 
 def read_word_list(path):
     "Stripped, non-empty lines of a word list (CRLF-safe)"
-    with open(path, encoding="utf-8") as f: return [w for w in (line.strip() for line in f) if w]
+    with open(path, encoding="utf-8") as f:
+        return [w for w in (line.strip() for line in f) if w]
 
 def words_from_texts(texts, min_len=3, max_len=16, min_count=2):
     "Sorted lowercase a-z words seen at least `min_count` times in `texts`"
     counts = {}
     for text in texts:
         for word in re.findall(r"(?<![A-Za-z0-9_])[a-z]+(?![A-Za-z0-9_])", text):  # all-lowercase words only
-            if min_len <= len(word) <= max_len: counts[word] = counts.get(word, 0) + 1
+            if min_len <= len(word) <= max_len:
+                counts[word] = counts.get(word, 0) + 1
     return sorted(w for w, c in counts.items() if c >= min_count)
 
 def build_local_word_list(path, max_chars=2_000_000):
@@ -485,12 +512,15 @@ def build_local_word_list(path, max_chars=2_000_000):
         list_parquet_files(get_data_dir())
         texts, total = [], 0
         for batch in parquets_iter_batched("train"):
-            texts += batch; total += sum(map(len, batch))
-            if total >= max_chars: break
+            texts += batch
+            total += sum(map(len, batch))
+            if total >= max_chars:
+                break
     except (FileNotFoundError, ValueError):  # no shards on this machine
         texts = collect_local_documents(max_chars=max_chars)
     words = words_from_texts(texts)
-    if len(words) < 100: raise ValueError(f"only {len(words)} words in the local text: too few for a word list")
+    if len(words) < 100:
+        raise ValueError(f"only {len(words)} words in the local text: too few for a word list")
     atomic_write(path, lambda f: f.write("\n".join(words) + "\n"), mode="w")
     print0(f"Built an offline word list of {len(words):,} words at {path}")
     return path
@@ -498,13 +528,16 @@ def build_local_word_list(path, max_chars=2_000_000):
 def resolve_word_list(path=None):
     "`(path, kind)` of the word list: the given path, else <base>/words_alpha.txt, else the local list (built once)"
     if path is not None:
-        if not os.path.exists(path): raise FileNotFoundError(f"word list {path} not found")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"word list {path} not found")
         return path, "given"
     base = get_base_dir()
-    if os.path.exists(alpha := os.path.join(base, "words_alpha.txt")): return alpha, "words_alpha"
+    if os.path.exists(alpha := os.path.join(base, "words_alpha.txt")):
+        return alpha, "words_alpha"
     local = os.path.join(base, "words_local.txt")
     with file_lock(os.path.join(base, ".words_local.lock")):  # torchrun: one rank builds it, the others wait
-        if not os.path.exists(local): build_local_word_list(local)
+        if not os.path.exists(local):
+            build_local_word_list(local)
     return local, "local"
 
 _WORD_CACHE = {}
@@ -513,7 +546,8 @@ def get_word_list(path=None):
     "The word list (see `resolve_word_list`), read once per file"
     path, _ = resolve_word_list(path)
     key = (path, os.path.getmtime(path))
-    if key not in _WORD_CACHE: _WORD_CACHE[key] = read_word_list(path)
+    if key not in _WORD_CACHE:
+        _WORD_CACHE[key] = read_word_list(path)
     return _WORD_CACHE[key]
 
 # %% ../nbs/13_tasks.ipynb #e15e2fac
@@ -558,11 +592,13 @@ class SpellingBee(Task):
         letter = rng.choice(word) if rng.random() < 0.9 else rng.choice(LETTERS)  # sometimes a letter not in the word
         count = word.count(letter)
         template = rng.choice(SPELLING_TEMPLATES)
-        if rng.random() < 0.3: template = template.lower()
+        if rng.random() < 0.3:
+            template = template.lower()
         quote_letter, quote_word = rng.choice(["", "'", '"']), rng.choice(["", "'", '"'])
         question = template.format(letter=f"{quote_letter}{letter}{quote_letter}",
                                    word=f"{quote_word}{word}{quote_word}")
-        if rng.random() < 0.5: question += "?"
+        if rng.random() < 0.5:
+            question += "?"
         manual = (f"We are asked to find the number '{letter}' in the word '{word}'. "
                   "Let me try a manual approach first.\n\n"
                   f"First spell the word out:\n{word}:{','.join(word)}\n\nThen count the occurrences of '{letter}':\n")
@@ -681,7 +717,8 @@ class SyntheticArithmetic(Task):
         rng = spelling_rng(index, self.split)
         while True:  # draw until the problem belongs to this split
             question, answer_text, _ = arithmetic_problem(rng)
-            if arithmetic_split(question) == self.split: break
+            if arithmetic_split(question) == self.split:
+                break
         return {"messages": [{"role": "user", "content": question},
                              {"role": "assistant", "content": gsm8k_parts(answer_text)}]}
 
@@ -699,18 +736,23 @@ TASK_NAMES = tuple(SOURCES) + WORD_TASKS + SYNTHETIC_TASKS
 
 def task_splits(name):
     "The splits a named task has"
-    if name in SOURCES: return SOURCES[name][2]
-    if name == "identity": return ("train",)
-    if name in TASK_NAMES: return ("train", "test")
+    if name in SOURCES:
+        return SOURCES[name][2]
+    if name == "identity":
+        return ("train",)
+    if name in TASK_NAMES:
+        return ("train", "test")
     raise KeyError(f"unknown task {name!r}: use one of {list(TASK_NAMES)}")
 
 def task_missing_reason(name, split):
     "Why `get_task(name, split)` would fail on this machine, or None when its data is here (nothing is loaded)"
-    if split not in task_splits(name): return f"{name} has splits {list(task_splits(name))}, not {split!r}"
+    if split not in task_splits(name):
+        return f"{name} has splits {list(task_splits(name))}, not {split!r}"
     if name in SOURCES:
         dataset, config, _ = SOURCES[name]
         return None if find_hf_file(dataset, config, split) else missing_message(dataset, config, split)
-    if name == "identity" and not os.path.exists(IDENTITY_FILE): return f"the identity file {IDENTITY_FILE} is missing"
+    if name == "identity" and not os.path.exists(IDENTITY_FILE):
+        return f"the identity file {IDENTITY_FILE} is missing"
     return None  # the word list is built offline when absent; synthetic tasks need no data
 
 def task_available(name, split): return task_missing_reason(name, split) is None
@@ -718,15 +760,24 @@ def task_available(name, split): return task_missing_reason(name, split) is None
 def get_task(name, split, **kwargs):
     "The task registered as `name` (see TASK_NAMES) for `split`; kwargs go to its constructor (size, start, stop, ...)"
     splits = task_splits(name)
-    if split not in splits: raise ValueError(f"{name} has splits {list(splits)}, not {split!r}")
-    if name in ("GSM8K", "GSM8K-socratic"): return GSM8K(subset=SOURCES[name][1], split=split, **kwargs)
-    if name in ("ARC-Easy", "ARC-Challenge"): return ARC(subset=name, split=split, **kwargs)
-    if name in ("MMLU", "MMLU-aux"): return MMLU(subset=SOURCES[name][1], split=split, **kwargs)
-    if name == "HumanEval": return HumanEval(split=split, **kwargs)
-    if name == "SmolTalk": return SmolTalk(split=split, **kwargs)
-    if name == "SpellingBee": return SpellingBee(split=split, **kwargs)
-    if name == "SimpleSpelling": return SimpleSpelling(split=split, **kwargs)
-    if name == "identity": return CustomJSON(IDENTITY_FILE, **kwargs)
+    if split not in splits:
+        raise ValueError(f"{name} has splits {list(splits)}, not {split!r}")
+    if name in ("GSM8K", "GSM8K-socratic"):
+        return GSM8K(subset=SOURCES[name][1], split=split, **kwargs)
+    if name in ("ARC-Easy", "ARC-Challenge"):
+        return ARC(subset=name, split=split, **kwargs)
+    if name in ("MMLU", "MMLU-aux"):
+        return MMLU(subset=SOURCES[name][1], split=split, **kwargs)
+    if name == "HumanEval":
+        return HumanEval(split=split, **kwargs)
+    if name == "SmolTalk":
+        return SmolTalk(split=split, **kwargs)
+    if name == "SpellingBee":
+        return SpellingBee(split=split, **kwargs)
+    if name == "SimpleSpelling":
+        return SimpleSpelling(split=split, **kwargs)
+    if name == "identity":
+        return CustomJSON(IDENTITY_FILE, **kwargs)
     return SyntheticArithmetic(split=split, **kwargs)
 
 # %% ../nbs/13_tasks.ipynb #d876e32f
@@ -755,15 +806,20 @@ def fetch_file(url, dst, name=None, timeout=60, max_attempts=5, base_delay=2.0, 
                 total, done = int(response.headers.get("Content-Length") or 0), 0
                 t0, tty = time.time(), sys.stdout.isatty()
                 while chunk := response.read(1 << 20):
-                    f.write(chunk); done += len(chunk)
-                    if tty: print("\r" + _progress_line(name, done, total, t0), end="", flush=True)
-            if total and done != total: raise OSError(f"connection dropped after {done:,} of {total:,} bytes")
-            if check is not None: check(tmp)
+                    f.write(chunk)
+                    done += len(chunk)
+                    if tty:
+                        print("\r" + _progress_line(name, done, total, t0), end="", flush=True)
+            if total and done != total:
+                raise OSError(f"connection dropped after {done:,} of {total:,} bytes")
+            if check is not None:
+                check(tmp)
             os.replace(tmp, dst)
             print(("\r" if tty else "") + _progress_line(name, done, total, t0), flush=True)
             return dst
         except (OSError, ValueError, http.client.HTTPException) as e:
-            if os.path.exists(tmp): os.remove(tmp)
+            if os.path.exists(tmp):
+                os.remove(tmp)
             permanent = isinstance(e, urllib.error.HTTPError) and 400 <= e.code < 500 and e.code != 429
             if permanent or attempt == max_attempts:
                 raise RuntimeError(f"could not download {url} after {attempt} attempt(s): {e}") from None
@@ -775,7 +831,8 @@ def hf_parquet_urls(dataset, config, split, endpoint=None, timeout=30):
     "The shard URLs of a split in HF's parquet export, in order"
     url = f"{hf_endpoint(endpoint)}/api/datasets/{dataset}/parquet/{config}/{split}"
     try:
-        with _urlopen(url, timeout) as response: urls = json.loads(response.read())
+        with _urlopen(url, timeout) as response:
+            urls = json.loads(response.read())
     except (OSError, ValueError, http.client.HTTPException) as e:
         raise RuntimeError(f"could not list the parquet files of {dataset} ({config}, {split}) at {url}: {e}") from None
     if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
@@ -784,8 +841,10 @@ def hf_parquet_urls(dataset, config, split, endpoint=None, timeout=30):
 
 def _check_parquet(path):
     import pyarrow.parquet as pq
-    try: pq.read_metadata(path)
-    except Exception as e: raise ValueError(f"not a valid parquet file ({e})") from None
+    try:
+        pq.read_metadata(path)
+    except Exception as e:
+        raise ValueError(f"not a valid parquet file ({e})") from None
 
 def download_hf_split(dataset, config, split, endpoint=None, **fetch_kwargs):
     "Download one split into `task_data/` as `<split>.parquet` (shards joined in order); returns its path"
@@ -806,13 +865,15 @@ def download_hf_split(dataset, config, split, endpoint=None, **fetch_kwargs):
                 writer = None
                 for shard in shards:
                     table = pq.read_table(shard)
-                    if writer is None: writer = pq.ParquetWriter(f, table.schema)
+                    if writer is None:
+                        writer = pq.ParquetWriter(f, table.schema)
                     writer.write_table(table)
                 writer.close()
             atomic_write(dst, join)
         finally:
             for shard in shards:
-                if os.path.exists(shard): os.remove(shard)
+                if os.path.exists(shard):
+                    os.remove(shard)
         info = update_manifest(dataset, config, split, dst, source=urls)
     print(f"{dataset} ({config}, {split}): {info['rows']:,} rows -> {dst}")
     return dst
@@ -821,7 +882,8 @@ def download_word_list(url=WORD_LIST_URL, **fetch_kwargs):
     "Fetch nanochat's word list to `<base>/words_alpha.txt`"
     dst = os.path.join(get_base_dir(), "words_alpha.txt")
     with file_lock(os.path.join(get_base_dir(), ".words_alpha.lock")):
-        if os.path.exists(dst): return dst
+        if os.path.exists(dst):
+            return dst
         return fetch_file(url, dst, **fetch_kwargs)
 
 # %% ../nbs/13_tasks.ipynb #7c6c702a
@@ -834,13 +896,17 @@ def main(argv=None):
     dl.add_argument("--split", default=None, help="only this split (default: every split of the source)")
     dl.add_argument("--endpoint", default=None, help="Hugging Face endpoint (default: env HF_ENDPOINT, huggingface.co)")
     pl = sub.add_parser("place", help="copy a local file (jsonl, jsonl.gz, json, parquet) into <base>/task_data")
-    pl.add_argument("name", choices=list(SOURCES)); pl.add_argument("split"); pl.add_argument("file")
+    pl.add_argument("name", choices=list(SOURCES))
+    pl.add_argument("split")
+    pl.add_argument("file")
     sub.add_parser("status", help="which task data is on this machine")
     args = p.parse_args(argv)
     exit_if_dry_run("nanochat.tasks")
     if args.command == "place":
-        try: print(f"Placed {place_task_file(args.name, args.split, args.file)}")
-        except (ValueError, OSError) as e: p.error(str(e))
+        try:
+            print(f"Placed {place_task_file(args.name, args.split, args.file)}")
+        except (ValueError, OSError) as e:
+            p.error(str(e))
     elif args.command == "status":
         for name in TASK_NAMES:
             for split in task_splits(name):
@@ -853,14 +919,19 @@ def main(argv=None):
         failed = []
         for name in names:
             if name == "words":
-                try: download_word_list()
-                except RuntimeError as e: failed.append(str(e))
+                try:
+                    download_word_list()
+                except RuntimeError as e:
+                    failed.append(str(e))
                 continue
             dataset, config, splits = SOURCES[name]
             for split in ([args.split] if args.split else splits):
-                if split not in splits: p.error(f"{name} has splits {list(splits)}, not {args.split!r}")
-                try: download_hf_split(dataset, config, split, args.endpoint)
-                except RuntimeError as e: failed.append(str(e))
+                if split not in splits:
+                    p.error(f"{name} has splits {list(splits)}, not {args.split!r}")
+                try:
+                    download_hf_split(dataset, config, split, args.endpoint)
+                except RuntimeError as e:
+                    failed.append(str(e))
         if failed:
             print("Failed:\n" + "\n".join(failed), file=sys.stderr)
             raise SystemExit(1)

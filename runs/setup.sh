@@ -6,14 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-stamp=".venv/.stamp-$(cat settings.ini setup.py runs/setup.sh | sha1sum | cut -c1-12)"
+# extras: dev = the notebook/test/docs tools (nbdev, JupyterLab, ipywidgets, ...); gpu = `kernels` (Flash Attention 3
+# on Hopper), added where an NVIDIA driver is present. NANOCHAT_EXTRAS overrides (e.g. NANOCHAT_EXTRAS=dev,gpu).
+EXTRAS=${NANOCHAT_EXTRAS:-dev$(command -v nvidia-smi >/dev/null 2>&1 && echo ,gpu || true)}
+stamp=".venv/.stamp-$( (cat settings.ini setup.py runs/setup.sh; echo "$EXTRAS") | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
-  echo "== setup: installing into .venv (torch first, then the package and its tools)"
+  echo "== setup: installing into .venv (torch first, then the package with extras [$EXTRAS])"
   .venv/bin/pip install -q --disable-pip-version-check -U pip 2>&1 | grep -v '^WARNING: Location' || true
   .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 | grep -v '^WARNING: Location' || true
   .venv/bin/python - <<'PY'
-import torch, nbdev, execnb, fastcore
+import torch, nbdev, execnb, fastcore, ipywidgets  # ipywidgets: the notebooks' sliders and JupyterLab's run-all check
 assert torch.__version__.startswith('2.13.0'), torch.__version__
 assert nbdev.__version__ == '2.4.14', nbdev.__version__
 print(f"== setup: torch {torch.__version__}, nbdev {nbdev.__version__}, execnb {execnb.__version__}, fastcore {fastcore.__version__}")

@@ -6,7 +6,6 @@
 __all__ = ['RUNS', 'OptimCheckConfig', 'tiny_gpt', 'global_batch', 'train_tiny', 'main']
 
 # %% ../../nbs/23_optim_check.ipynb #059eba6d
-import os
 from dataclasses import dataclass
 import torch
 from ..common import compute_init, compute_cleanup, parse_config, atomic_write, in_notebook, print0
@@ -26,7 +25,8 @@ def tiny_gpt(vocab_size, n_layer=3, seed=0, device='cpu', pad_vocab_size_to=64):
     "A tiny GPT, built on the meta device, materialized on `device` and initialized with a fixed seed"
     config = GPTConfig(sequence_len=16, vocab_size=vocab_size, n_layer=n_layer, n_head=2, n_kv_head=1, n_embd=64,
                        window_pattern='SL')
-    with torch.device('meta'): model = GPT(config, pad_vocab_size_to=pad_vocab_size_to)
+    with torch.device('meta'):
+        model = GPT(config, pad_vocab_size_to=pad_vocab_size_to)
     model.to_empty(device=device)
     torch.manual_seed(seed)
     model.init_weights()
@@ -46,7 +46,8 @@ def train_tiny(model, optimizers, vocab_size, steps, rank=0, world_size=1, grad_
     for step in range(steps):
         lrm = get_lr_multiplier(step, steps, warmup_ratio=0.25, warmdown_ratio=0.5, final_lr_frac=0.1)
         for opt in optimizers:
-            for group in opt.param_groups: group['lr'] = group['initial_lr'] * lrm
+            for group in opt.param_groups:
+                group['lr'] = group['initial_lr'] * lrm
         for group in muon_optimizer.param_groups:
             group['momentum'] = get_muon_momentum(step, warmup_steps=steps)
             group['weight_decay'] = get_weight_decay(step, steps, 0.2)
@@ -54,7 +55,8 @@ def train_tiny(model, optimizers, vocab_size, steps, rank=0, world_size=1, grad_
         x, y = x.chunk(world_size)[rank], y.chunk(world_size)[rank]  # this rank's rows
         for x_micro, y_micro in zip(x.chunk(grad_accum_steps), y.chunk(grad_accum_steps)):
             (model(x_micro, y_micro) / grad_accum_steps).backward()  # accumulates the mean gradient
-        for opt in optimizers: opt.step()
+        for opt in optimizers:
+            opt.step()
         model.zero_grad(set_to_none=True)
     return {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
 
@@ -74,7 +76,8 @@ def main(argv=None):
         print0(f"{name}: {type(optimizers[0]).__name__} + {type(optimizers[1]).__name__}, world size {world_size}")
         results[name] = train_tiny(model, optimizers, vocab_size, cfg.steps, rank, world_size)
     optim.USE_REDUCE_SCATTER = True
-    if rank == 0 and cfg.out: atomic_write(cfg.out, lambda f: torch.save(results, f))
+    if rank == 0 and cfg.out:
+        atomic_write(cfg.out, lambda f: torch.save(results, f))
     compute_cleanup()
     return results
 
