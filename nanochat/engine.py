@@ -14,6 +14,8 @@ from fractions import Fraction
 import torch
 import torch.nn.functional as F
 
+from fastcore.basics import patch # methods written in later cells join their class
+
 from .common import get_compute_dtype
 
 # %% ../nbs/12_engine.ipynb #0aed6e52
@@ -41,16 +43,19 @@ class KVCache:
     def advance(self, num_tokens):
         "Move every row forward by `num_tokens` (the model calls this after its last layer)"
         if self.pos + num_tokens > self.max_seq_len:
-            raise ValueError(f"KV cache overflow: position {self.pos} + {num_tokens} tokens > max_seq_len={self.max_seq_len}")
+            raise ValueError(f"KV cache overflow: position {self.pos} + {num_tokens} tokens "
+                             f"> max_seq_len={self.max_seq_len}")
         self.cache_seqlens += num_tokens
         self.pos += num_tokens
 
 # %% ../nbs/12_engine.ipynb #c714f20a
-def prefill(self, other):
+@patch
+def prefill(self: KVCache, other):
     "Copy `other`'s filled positions into every row of this empty cache (other has batch 1 or the same batch)"
     assert self.pos == 0, "Cannot prefill a non-empty KV cache"
     assert (self.n_layers, self.n_heads, self.head_dim) == (other.n_layers, other.n_heads, other.head_dim)
-    assert other.batch_size in (1, self.batch_size), f"cannot copy batch {other.batch_size} into batch {self.batch_size}"
+    assert other.batch_size in (1, self.batch_size), \
+        f"cannot copy batch {other.batch_size} into batch {self.batch_size}"
     if other.pos > self.max_seq_len:
         raise ValueError(f"KV cache overflow: {other.pos} prefilled positions > max_seq_len={self.max_seq_len}")
     p = other.pos
@@ -59,10 +64,12 @@ def prefill(self, other):
     self.cache_seqlens.fill_(p)
     self.pos = p
 
-def ensure_room(self, num_tokens, max_len=None):
+@patch
+def ensure_room(self: KVCache, num_tokens, max_len=None):
     "Make room for `num_tokens` more positions, growing up to `max_len`; ValueError if that is not enough"
     need = self.pos + num_tokens
-    if need <= self.max_seq_len: return
+    if need <= self.max_seq_len:
+        return
     if max_len is None or need > max_len:
         raise ValueError(f"KV cache overflow: {need} positions needed, the cache holds {self.max_seq_len}"
                          + ("" if max_len is None else f" and may grow to {max_len}"))
@@ -73,9 +80,6 @@ def ensure_room(self, num_tokens, max_len=None):
         new[:, :, :self.pos] = old[:, :, :self.pos]
         setattr(self, name, new)
     self.max_seq_len = new_len
-
-KVCache.prefill, KVCache.ensure_room = prefill, ensure_room # the class is written across cells: attach the methods
-del prefill, ensure_room
 
 # %% ../nbs/12_engine.ipynb #6c25bd37
 def _sample_from(probs, rng):
@@ -111,7 +115,8 @@ def _is_str(node): return isinstance(node, ast.Constant) and type(node.value) is
 
 def _calc_eval(node, deadline):
     "Evaluate a whitelisted tree exactly (as Fractions): numbers, + - * / //, unary + -, 'literal'.count('literal')"
-    if time.perf_counter() > deadline: raise TimeoutError("calculator time limit")
+    if time.perf_counter() > deadline:
+        raise TimeoutError("calculator time limit")
     if isinstance(node, ast.Constant) and _is_number(node.value):
         return Fraction(repr(node.value))  # 0.1 is exactly 1/10 here, not the nearest binary float
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARYOPS:
@@ -133,14 +138,18 @@ _DENY = ('__', 'import', 'exec', 'eval', 'compile', 'open', 'file', 'input', 'gl
 def use_calculator(expr):
     "Evaluate arithmetic or a string literal's .count() exactly: an int when integral, else a float; None if refused"
     try:
-        if not isinstance(expr, str) or len(expr) > CALC_MAX_CHARS: return None
+        if not isinstance(expr, str) or len(expr) > CALC_MAX_CHARS:
+            return None
         if '"' in expr or "'" in expr:  # string operations: only 'literal'.count('literal')
-            if any(bad in expr.lower() for bad in _DENY) or '.count(' not in expr: return None
+            if any(bad in expr.lower() for bad in _DENY) or '.count(' not in expr:
+                return None
         else:
             expr = expr.replace(',', '')  # thousands separators: 1,234 -> 1234
-            if any(ch not in "0123456789*+-/.() " for ch in expr) or '**' in expr: return None
+            if any(ch not in "0123456789*+-/.() " for ch in expr) or '**' in expr:
+                return None
         out = _calc_eval(ast.parse(expr.strip(), mode='eval').body, time.perf_counter() + CALC_TIME_LIMIT)
-        if out.denominator == 1: return int(out)  # 48/2 -> 24, as GSM8K's annotations write it (Python: 24.0)
+        if out.denominator == 1:
+            return int(out)  # 48/2 -> 24, as GSM8K's annotations write it (Python: 24.0)
         return float(out)  # the nearest float; str() gives its shortest decimal (0.1+0.2 -> 0.3)
     except Exception:  # SyntaxError, ZeroDivisionError, OverflowError, RecursionError, TimeoutError, ...
         return None
@@ -183,38 +192,46 @@ class Engine:
 
     def tool_output(self, expr_tokens):
         "Tokens to force after a python block: <|output_start|> result <|output_end|>, or none at all"
-        if not expr_tokens: return []
-        try: result = use_calculator(self.tokenizer.decode(expr_tokens))
-        except Exception: result = None  # e.g. ids this tokenizer cannot decode: no output, never an error
-        if result is None: return []
+        if not expr_tokens:
+            return []
+        try:
+            result = use_calculator(self.tokenizer.decode(expr_tokens))
+        except Exception:
+            result = None  # e.g. ids this tokenizer cannot decode: no output, never an error
+        if result is None:
+            return []
         return [self.special["output_start"]] + self.tokenizer.encode(str(result)) + [self.special["output_end"]]
 
 # %% ../nbs/12_engine.ipynb #2bd8ef7e
-def kv_cache_kwargs(self):
+@patch
+def kv_cache_kwargs(self: Engine):
     "KVCache arguments for this model: shapes from its config, the compute dtype of its device"
     m, device = self.model.config, self.model.get_device()
     return dict(num_heads=m.n_kv_head, head_dim=m.n_embd // m.n_head, num_layers=m.n_layer, device=device,
                 dtype=get_compute_dtype(device.type))
 
-def max_positions(self):
+@patch
+def max_positions(self: Engine):
     "Positions the model can encode: its rotary table (10x sequence_len), else sequence_len"
     cos = getattr(self.model, 'cos', None)
     return cos.size(1) if cos is not None else self.model.config.sequence_len
 
-Engine.kv_cache_kwargs, Engine.max_positions = kv_cache_kwargs, max_positions
-del kv_cache_kwargs, max_positions
-
 # %% ../nbs/12_engine.ipynb #65308eeb
+@patch
 @torch.inference_mode()
-def generate(self, tokens, num_samples=1, max_tokens=None, temperature=1.0, top_k=None, seed=42):
+def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1.0, top_k=None, seed=42):
     "Yield `(token_column, token_masks)` per step: one token per row, mask 0 where the tool forced it"
     assert isinstance(tokens, list) and tokens and isinstance(tokens[0], int), "expecting a non-empty list of ints"
     model, device = self.model, self.model.get_device()
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
     limit = self.max_positions()  # generation stops when the sequence fills the rotary table
-    if max_tokens is None: max_tokens, cache_len = limit - len(tokens), min(len(tokens) + model.config.sequence_len, limit)
-    else: max_tokens = min(max_tokens, limit - len(tokens)); cache_len = len(tokens) + max_tokens
+    if max_tokens is None:
+        max_tokens = limit - len(tokens)
+        cache_len = min(len(tokens) + model.config.sequence_len, limit)
+    else:
+        max_tokens = min(max_tokens, limit - len(tokens))
+        cache_len = len(tokens) + max_tokens
     # 1) Prefill the prompt once, at batch 1
     kv_prefill = KVCache(1, seq_len=len(tokens), **self.kv_cache_kwargs())
     ids = torch.tensor([tokens], dtype=torch.long, device=device)
@@ -233,18 +250,18 @@ def generate(self, tokens, num_samples=1, max_tokens=None, temperature=1.0, top_
         token_column, token_masks, any_forced = next_ids[:, 0].tolist(), [], False
         for i, state in enumerate(row_states):
             forced = len(state.forced_tokens) > 0
-            if forced: token_column[i], any_forced = state.forced_tokens.popleft(), True
+            if forced:
+                token_column[i], any_forced = state.forced_tokens.popleft(), True
             token_masks.append(0 if forced else 1)
             self.update_row(state, token_column[i])
         yield token_column, token_masks
-        if all(state.completed for state in row_states): break
+        if all(state.completed for state in row_states):
+            break
         ids = torch.tensor(token_column, dtype=torch.long, device=device)[:, None] if any_forced else next_ids
 
-Engine.generate = generate # the class is written across cells: attach the method
-del generate
-
 # %% ../nbs/12_engine.ipynb #32a3a609
-def generate_batch(self, tokens, num_samples=1, **kwargs):
+@patch
+def generate_batch(self: Engine, tokens, num_samples=1, **kwargs):
     "Non-streaming generation: `(results, masks)`, lists of token lists without the terminal token"
     assistant_end, bos = self.special["assistant_end"], self.special["bos"]
     results = [tokens.copy() for _ in range(num_samples)]
@@ -258,8 +275,6 @@ def generate_batch(self, tokens, num_samples=1, **kwargs):
                 else:
                     results[i].append(token)
                     masks[i].append(mask)
-        if all(completed): break
+        if all(completed):
+            break
     return results, masks
-
-Engine.generate_batch = generate_batch
-del generate_batch

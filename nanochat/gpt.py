@@ -38,11 +38,17 @@ class GPTConfig:
 
     def __post_init__(self):
         for name in ('sequence_len', 'vocab_size', 'n_layer', 'n_head', 'n_kv_head', 'n_embd'):
-            if getattr(self, name) < 1: raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.n_embd % self.n_head: raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
-        if self.n_head % self.n_kv_head: raise ValueError(f"n_head={self.n_head} is not divisible by n_kv_head={self.n_kv_head} (GQA groups must be whole)")
-        if self.head_dim % 2: raise ValueError(f"head_dim={self.head_dim} must be even: RoPE rotates pairs of channels")
-        if self.n_embd < 32: raise ValueError(f"n_embd={self.n_embd} must be >= 32: the value-embedding gate reads 32 channels")
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+        if self.n_head % self.n_kv_head:
+            raise ValueError(f"n_head={self.n_head} is not divisible by n_kv_head={self.n_kv_head} "
+                             "(GQA groups must be whole)")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim={self.head_dim} must be even: RoPE rotates pairs of channels")
+        if self.n_embd < 32:
+            raise ValueError(f"n_embd={self.n_embd} must be >= 32: the value-embedding gate reads 32 channels")
         if not self.window_pattern or set(self.window_pattern.upper()) - set("SL"):
             raise ValueError(f"window_pattern={self.window_pattern!r} must be a non-empty string of S and L")
         if self.embedding_mode not in EMBEDDING_MODES:
@@ -99,7 +105,9 @@ class CausalSelfAttention(nn.Module):
         self.c_v = nn.Linear(self.n_embd, self.n_kv_head * self.head_dim, bias=False)
         self.c_proj = nn.Linear(self.n_embd, self.n_embd, bias=False)
         self.ve_gate_channels = 32
-        self.ve_gate = nn.Linear(self.ve_gate_channels, self.n_kv_head, bias=False) if has_ve(layer_idx, config.n_layer) else None
+        self.ve_gate = None
+        if has_ve(layer_idx, config.n_layer):
+            self.ve_gate = nn.Linear(self.ve_gate_channels, self.n_kv_head, bias=False)
 
     def forward(self, x, ve, cos_sin, window_size, kv_cache):
         B, T, C = x.size()
@@ -169,14 +177,17 @@ class SoftcapCrossEntropy(torch.autograd.Function):
         n = valid.sum()
         ctx.save_for_backward(capped, lse, t, valid, n)
         ctx.softcap, ctx.reduction, ctx.used = softcap, reduction, False
-        if reduction == 'mean': return loss.sum() / n
-        if reduction == 'sum': return loss.sum()
+        if reduction == 'mean':
+            return loss.sum() / n
+        if reduction == 'sum':
+            return loss.sum()
         assert reduction == 'none', f"unknown loss_reduction {reduction!r}"
         return loss
 
     @staticmethod
     def backward(ctx, grad):
-        if ctx.used: raise RuntimeError("SoftcapCrossEntropy reuses its buffer: backward can run only once")
+        if ctx.used:
+            raise RuntimeError("SoftcapCrossEntropy reuses its buffer: backward can run only once")
         ctx.used = True
         capped, lse, t, valid, n = ctx.saved_tensors
         scale = (grad / n if ctx.reduction == 'mean' else grad) * valid # (N,) per-row weight of the gradient
@@ -261,7 +272,8 @@ class GPT(nn.Module):
         # Value embeddings (ResFormer-style): alternating layers, last layer always included
         head_dim = config.n_embd // config.n_head
         kv_dim = config.n_kv_head * head_dim
-        self.value_embeds = nn.ModuleDict({str(i): nn.Embedding(padded_vocab_size, kv_dim) for i in range(config.n_layer) if has_ve(i, config.n_layer)})
+        ve_layers = [i for i in range(config.n_layer) if has_ve(i, config.n_layer)]
+        self.value_embeds = nn.ModuleDict({str(i): nn.Embedding(padded_vocab_size, kv_dim) for i in ve_layers})
         # Rotary tables for 10x the training length; an error, not silent garbage, beyond that
         self.rotary_seq_len = config.sequence_len * 10
         cos, sin = self._precompute_rotary_embeddings(self.rotary_seq_len, head_dim)
@@ -362,7 +374,8 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         return softcap_cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), softcap, loss_reduction)
     logits = softcap * torch.tanh(logits / softcap)
     if targets is not None:
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1, reduction=loss_reduction)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1,
+                               reduction=loss_reduction)
     return logits
 
 # %% ../nbs/05_gpt.ipynb #316229d0
@@ -443,7 +456,8 @@ class StructuredEmbedding(nn.Module):
         "Follow the parent pointers until every chain has reached the root (hierarchical; the others read one level)"
         depth, a = 1, self.parent_ids
         while self.mode == "hierarchical" and bool((a != 0).any()):
-            if depth > a.numel(): raise ValueError("the parent pointers of the token metadata contain a cycle")
+            if depth > a.numel():
+                raise ValueError("the parent pointers of the token metadata contain a cycle")
             a, depth = self.parent_ids[a], depth + 1
         self.depth = depth
 
@@ -456,7 +470,8 @@ class StructuredEmbedding(nn.Module):
         parent, last_byte = torch.zeros(V, dtype=torch.long), torch.full((V,), 256, dtype=torch.long)
         if token_metadata is not None:
             n = len(token_metadata["parent"])
-            if n > V: raise ValueError(f"token metadata for {n} ids, but the model's vocabulary has {V}")
+            if n > V:
+                raise ValueError(f"token metadata for {n} ids, but the model's vocabulary has {V}")
             parent[:n], last_byte[:n] = token_metadata["parent"].cpu(), token_metadata["last_byte"].cpu()
             if not (0 <= parent.min() and parent.max() < n and 0 <= last_byte.min() and last_byte.max() <= 256):
                 raise ValueError("token metadata out of range: parent must be a token id, last_byte 0-256")
