@@ -11,50 +11,54 @@ __all__ = ['tokenizing_distributed_data_loader_with_state', 'tokenizing_distribu
 import bisect
 from array import array
 import torch
-import pyarrow.parquet as pq
 
 from .common import get_dist_info
-from .dataset import list_parquet_files
+from .dataset import split_parquet_files, open_shard, read_row_group
 
 # %% ../nbs/03_dataloader.ipynb #35b7b08d
-def _split_parquet_paths(split, data_dir=None):
-    "Shard paths of `split`: all but the last shard for 'train', the last one for 'val'"
-    assert split in ("train", "val"), "split must be 'train' or 'val'"
-    paths = list_parquet_files(data_dir)  # raises FileNotFoundError naming the directory and how to create data
-    if split == "train" and len(paths) < 2:
-        raise ValueError(f"split 'train' needs at least 2 parquet shards (the last one is 'val'), found {len(paths)}: {paths}")
-    return paths[:-1] if split == "train" else paths[-1:]
-
-# %% ../nbs/03_dataloader.ipynb #fa5e5c93
-def _document_batches(split, resume_state_dict=None, tokenizer_batch_size=128, rank=None, world_size=None, data_dir=None,
-                      with_offsets=False):
-    "Infinite iterator of `(texts, (pq_idx, rg_idx, epoch))`: this rank's row groups, sliced for the tokenizer"
+def _rank_and_world_size(rank=None, world_size=None):
+    "`(rank, world_size)` as given, or from torchrun's environment (`get_dist_info`) where None"
     _, ddp_rank, _, ddp_world_size = get_dist_info()
     rank = ddp_rank if rank is None else rank
     world_size = ddp_world_size if world_size is None else world_size
     assert 0 <= rank < world_size, f"rank {rank} is not in [0, {world_size})"
-    parquet_paths = _split_parquet_paths(split, data_dir)
+    return rank, world_size
+
+# %% ../nbs/03_dataloader.ipynb #fa5e5c93
+def _document_batches(split, resume_state_dict=None, tokenizer_batch_size=128, rank=None, world_size=None,
+                      data_dir=None, with_offsets=False):
+    "Infinite iterator of `(texts, (pq_idx, rg_idx, epoch))`: this rank's row groups, sliced for the tokenizer"
+    rank, world_size = _rank_and_world_size(rank, world_size)
+    parquet_paths = split_parquet_files(split, data_dir)  # errors name the directory and how to create data
     resume = resume_state_dict or {}
-    resume_pq_idx, resume_rg_idx, epoch = resume.get("pq_idx", 0), resume.get("rg_idx"), resume.get("epoch", 1)
+    resume_pq_idx = resume.get("pq_idx", 0)
+    resume_rg_idx = resume.get("rg_idx")
+    epoch = resume.get("epoch", 1)
+    resume_offset = 0
     exact = resume.get("next")  # [pq_idx, rg_idx, epoch, offset]: exactly where a previous loader stopped reading
-    if exact: resume_pq_idx, resume_rg_idx, epoch, resume_offset = exact
+    if exact:
+        resume_pq_idx, resume_rg_idx, epoch, resume_offset = exact
     first_pass = True
     while True:  # one pass over the files per epoch
         num_docs = 0
         for pq_idx in range(resume_pq_idx if first_pass else 0, len(parquet_paths)):
-            pf = pq.ParquetFile(parquet_paths[pq_idx])
+            path = parquet_paths[pq_idx]
+            pf = open_shard(path)  # a corrupt shard raises an error naming the file
             start = rank
-            if first_pass and resume_rg_idx is not None and pq_idx == resume_pq_idx:  # exact: this row group again
-                start = resume_rg_idx if exact else (resume_rg_idx // world_size + 1) * world_size + rank  # else the next round
+            if first_pass and resume_rg_idx is not None and pq_idx == resume_pq_idx:
+                # exact: this row group again (from the saved offset); approximate: the next round of row groups
+                start = resume_rg_idx if exact else (resume_rg_idx // world_size + 1) * world_size + rank
             for rg_idx in range(start, pf.num_row_groups, world_size):
-                texts = pf.read_row_group(rg_idx, columns=["text"]).column("text").to_pylist()
+                texts = read_row_group(pf, rg_idx, path).to_pylist()
                 num_docs += len(texts)
-                first = resume_offset if exact and first_pass and (pq_idx, rg_idx) == (resume_pq_idx, resume_rg_idx) else 0
-                for i in range(first, len(texts), tokenizer_batch_size):
-                    item = texts[i:i + tokenizer_batch_size], (pq_idx, rg_idx, epoch)
-                    yield (*item, i) if with_offsets else item
+                resuming_here = exact and first_pass and (pq_idx, rg_idx) == (resume_pq_idx, resume_rg_idx)
+                for i in range(resume_offset if resuming_here else 0, len(texts), tokenizer_batch_size):
+                    doc_batch = texts[i:i + tokenizer_batch_size]
+                    position = (pq_idx, rg_idx, epoch)
+                    yield (doc_batch, position, i) if with_offsets else (doc_batch, position)
         if num_docs == 0 and not (first_pass and resume_state_dict):
-            raise ValueError(f"rank {rank} of {world_size} got no documents from {len(parquet_paths)} '{split}' shard(s): too few row groups?")
+            raise ValueError(f"rank {rank} of {world_size} got no documents from {len(parquet_paths)} '{split}' "
+                             f"shard(s): too few row groups?")
         first_pass = False
         epoch += 1
 
@@ -65,13 +69,16 @@ class _StagingBuffers:
         self.use_cuda = torch.device(device).type == "cuda"
         self.cpu_buffer = torch.empty(2 * B * T, dtype=torch.long, pin_memory=self.use_cuda)
         self.gpu_buffer = torch.empty(2 * B * T, dtype=torch.long, device=device)
-        self.cpu_inputs, self.cpu_targets = self.cpu_buffer[:B * T].view(B, T), self.cpu_buffer[B * T:].view(B, T)
-        self.inputs, self.targets = self.gpu_buffer[:B * T].view(B, T), self.gpu_buffer[B * T:].view(B, T)
+        self.cpu_inputs = self.cpu_buffer[:B * T].view(B, T)
+        self.cpu_targets = self.cpu_buffer[B * T:].view(B, T)
+        self.inputs = self.gpu_buffer[:B * T].view(B, T)  # views: one copy moves both
+        self.targets = self.gpu_buffer[B * T:].view(B, T)
         self.copy_done = None  # CUDA event recorded after the last async copy
 
     def stage(self, inputs, targets):
         "Write one batch into the CPU staging buffer"
-        if self.copy_done is not None: self.copy_done.synchronize()  # the previous async copy may still read it
+        if self.copy_done is not None:
+            self.copy_done.synchronize()  # the previous async copy may still read it
         self.cpu_inputs.copy_(inputs)
         self.cpu_targets.copy_(targets)
 
@@ -84,14 +91,16 @@ class _StagingBuffers:
         return self.inputs, self.targets
 
 # %% ../nbs/03_dataloader.ipynb #d6f8f3a4
-def tokenizing_distributed_data_loader_with_state(tokenizer, B, T, split, tokenizer_threads=4, tokenizer_batch_size=128,
-                                                  device="cuda", resume_state_dict=None, rank=None, world_size=None, data_dir=None):
+def tokenizing_distributed_data_loader_with_state(tokenizer, B, T, split, tokenizer_threads=4,
+                                                  tokenizer_batch_size=128, device="cuda", resume_state_dict=None,
+                                                  rank=None, world_size=None, data_dir=None):
     "The original loader: documents (each with BOS first) concatenated and cut into windows of B*T+1 tokens"
     batches = _document_batches(split, resume_state_dict, tokenizer_batch_size, rank, world_size, data_dir)
     bos_token = tokenizer.get_bos_token_id()
     needed_tokens = B * T + 1  # +1 for the target of the last position
     buffers = _StagingBuffers(B, T, device)
-    token_buffer, state_dict = [], {}
+    token_buffer = []
+    state_dict = {}
     while True:
         while len(token_buffer) < needed_tokens:
             doc_batch, (pq_idx, rg_idx, epoch) = next(batches)
@@ -112,8 +121,13 @@ def tokenizing_distributed_data_loader(*args, **kwargs):
 # %% ../nbs/03_dataloader.ipynb #76cc526a
 class BestFitBuffer:
     "Documents kept sorted by length: the best-fit lookup is a binary search instead of a scan"
-    def __init__(self): self.lengths, self.docs, self.ids = [], [], []
-    def __len__(self): return len(self.docs)
+    def __init__(self):
+        self.lengths = []  # sorted; docs and ids are kept in the same order
+        self.docs = []
+        self.ids = []
+
+    def __len__(self):
+        return len(self.docs)
 
     def add(self, doc, length=None, doc_id=None):
         "Insert `doc` (with an optional id, for exact resume), after any documents of the same length"
@@ -126,7 +140,8 @@ class BestFitBuffer:
     def pop_largest_fitting(self, space):
         "Remove and return `(doc, length)` of the longest document with length <= space (oldest first), or None"
         i = bisect.bisect_right(self.lengths, space)
-        if i == 0: return None
+        if i == 0:
+            return None
         i = bisect.bisect_left(self.lengths, self.lengths[i - 1])  # the oldest one of that length
         self.ids.pop(i)
         return self.docs.pop(i), self.lengths.pop(i)
@@ -138,70 +153,87 @@ class BestFitBuffer:
 
 # %% ../nbs/03_dataloader.ipynb #3ff4fbaf
 def bestfit_fill_row(buf, capacity, refill, crop=True):
-    "Pick the documents of one row: a list of `(doc, n)`, using the first n tokens of doc; sums to capacity unless short"
-    pieces, pos = [], 0
+    "Pick the documents of one row: a list of `(doc, n)` (the first n tokens of doc); sums to capacity unless short"
+    pieces = []
+    pos = 0
     while pos < capacity:
         refill()
-        if len(buf) == 0: break  # a finite source ran dry: the caller pads
+        if len(buf) == 0:
+            break  # a finite source ran dry: the caller pads
         picked = buf.pop_largest_fitting(capacity - pos)
         if picked is None:
-            if not crop and pos > 0: break  # pad the rest rather than crop
+            if not crop and pos > 0:
+                break  # pad the rest rather than crop
             picked = (buf.pop_shortest()[0], capacity - pos)  # crop: the tail of this document is discarded
         pieces.append(picked)
         pos += picked[1]
     return pieces
 
-# %% ../nbs/03_dataloader.ipynb #6fa68c37
-def _restore_buffer(doc_buffer, ids, parquet_paths, tokenizer, bos_token, num_threads):
-    "Re-read and re-tokenize the documents `[pq_idx, rg_idx, i]` of a saved buffer, in the saved order"
-    texts = {}
-    for pq_idx, rg_idx in sorted({(p, r) for p, r, _ in ids}):
-        column = pq.ParquetFile(parquet_paths[pq_idx]).read_row_group(rg_idx, columns=["text"]).column("text").to_pylist()
-        texts.update({(pq_idx, rg_idx, i): column[i] for p, r, i in ids if (p, r) == (pq_idx, rg_idx)})
-    keys = [tuple(x) for x in ids]
-    for key, tokens in zip(keys, tokenizer.encode([texts[k] for k in keys], prepend=bos_token, num_threads=num_threads)):
-        doc_buffer.add(tokens, doc_id=key)
+# %% ../nbs/03_dataloader.ipynb #d434107f
+def _pack_rows(row_buffer, doc_buffer, refill):
+    "Fill every row of `row_buffer` (B, T+1) with best-fit documents from `doc_buffer`, topped up by `refill()`"
+    B, row_capacity = row_buffer.shape
+    for row_idx in range(B):
+        pos = 0
+        for doc, n in bestfit_fill_row(doc_buffer, row_capacity, refill):
+            row_buffer[row_idx, pos:pos + n].copy_(torch.frombuffer(array("q", doc[:n]), dtype=torch.long))
+            pos += n
 
-def tokenizing_distributed_data_loader_with_state_bos_bestfit(tokenizer, B, T, split, tokenizer_threads=4, tokenizer_batch_size=128,
-                                                              device="cuda", resume_state_dict=None, buffer_size=1000,
+# %% ../nbs/03_dataloader.ipynb #6fa68c37
+def tokenizing_distributed_data_loader_with_state_bos_bestfit(tokenizer, B, T, split, tokenizer_threads=4,
+                                                              tokenizer_batch_size=128, device="cuda",
+                                                              resume_state_dict=None, buffer_size=1000,
                                                               rank=None, world_size=None, data_dir=None):
-    "BOS-aligned best-fit packing: every row starts with BOS, whole documents where they fit, one crop per row, no padding"
-    row_capacity = T + 1
-    _, ddp_rank, _, ddp_world_size = get_dist_info()
-    rank, world_size = ddp_rank if rank is None else rank, ddp_world_size if world_size is None else world_size
+    "BOS-aligned best-fit packing: every row starts with BOS, whole documents where they fit, one crop per row"
+    rank, world_size = _rank_and_world_size(rank, world_size)
     resume = dict(resume_state_dict or {})
     if resume.get("next") and (resume.get("rank"), resume.get("world_size")) != (rank, world_size):
         resume = {k: resume[k] for k in ("pq_idx", "rg_idx", "epoch") if k in resume}  # another rank's: approximate
     batches = _document_batches(split, resume, tokenizer_batch_size, rank, world_size, data_dir, with_offsets=True)
     bos_token = tokenizer.get_bos_token_id()
-    doc_buffer, state_dict, next_pos = BestFitBuffer(), {k: resume[k] for k in ("pq_idx", "rg_idx", "epoch") if k in resume}, resume.get("next")
-    if resume.get("buffer"):
-        _restore_buffer(doc_buffer, resume["buffer"], _split_parquet_paths(split, data_dir), tokenizer, bos_token, tokenizer_threads)
+    doc_buffer = BestFitBuffer()
+    state_dict = {k: resume[k] for k in ("pq_idx", "rg_idx", "epoch") if k in resume}  # nanochat's three keys
+    next_pos = resume.get("next")  # [pq_idx, rg_idx, epoch, offset] of the next slice to read
+    if resume.get("buffer"):  # exact resume: the documents the saved loader still held
+        parquet_paths = split_parquet_files(split, data_dir)
+        _restore_buffer(doc_buffer, resume["buffer"], parquet_paths, tokenizer, bos_token, tokenizer_threads)
 
     def refill_buffer():
         nonlocal state_dict, next_pos
         while len(doc_buffer) < buffer_size:
             doc_batch, (pq_idx, rg_idx, epoch), offset = next(batches)
-            state_dict, next_pos = {"pq_idx": pq_idx, "rg_idx": rg_idx, "epoch": epoch}, [pq_idx, rg_idx, epoch, offset + len(doc_batch)]
-            for j, tokens in enumerate(tokenizer.encode(doc_batch, prepend=bos_token, num_threads=tokenizer_threads)):
+            state_dict = {"pq_idx": pq_idx, "rg_idx": rg_idx, "epoch": epoch}
+            next_pos = [pq_idx, rg_idx, epoch, offset + len(doc_batch)]
+            token_lists = tokenizer.encode(doc_batch, prepend=bos_token, num_threads=tokenizer_threads)
+            for j, tokens in enumerate(token_lists):
                 doc_buffer.add(tokens, doc_id=(pq_idx, rg_idx, offset + j))
 
-    row_buffer = torch.empty((B, row_capacity), dtype=torch.long)  # rows are built here, never as Python lists
+    row_buffer = torch.empty((B, T + 1), dtype=torch.long)  # +1: the target of the last position
     buffers = _StagingBuffers(B, T, device)
     while True:
-        for row_idx in range(B):
-            pos = 0
-            for doc, n in bestfit_fill_row(doc_buffer, row_capacity, refill_buffer):
-                row_buffer[row_idx, pos:pos + n].copy_(torch.frombuffer(array("q", doc[:n]), dtype=torch.long))
-                pos += n
+        _pack_rows(row_buffer, doc_buffer, refill_buffer)
         buffers.stage(row_buffer[:, :-1], row_buffer[:, 1:])
         inputs, targets = buffers.send()
-        yield inputs, targets, {**state_dict, "next": next_pos, "buffer": list(doc_buffer.ids), "rank": rank, "world_size": world_size}
+        exact = {"next": next_pos, "buffer": list(doc_buffer.ids), "rank": rank, "world_size": world_size}
+        yield inputs, targets, {**state_dict, **exact}
 
 def tokenizing_distributed_data_loader_bos_bestfit(*args, **kwargs):
     "The best-fit loader without the state dict (for validation)"
     for inputs, targets, state_dict in tokenizing_distributed_data_loader_with_state_bos_bestfit(*args, **kwargs):
         yield inputs, targets
+
+# %% ../nbs/03_dataloader.ipynb #eaa913fd
+def _restore_buffer(doc_buffer, ids, parquet_paths, tokenizer, bos_token, num_threads):
+    "Re-read and re-tokenize the documents `[pq_idx, rg_idx, i]` of a saved buffer, in the saved order"
+    texts = {}
+    for pq_idx, rg_idx in sorted({(p, r) for p, r, _ in ids}):
+        path = parquet_paths[pq_idx]
+        column = read_row_group(open_shard(path), rg_idx, path).to_pylist()
+        texts.update({(pq_idx, rg_idx, i): column[i] for p, r, i in ids if (p, r) == (pq_idx, rg_idx)})
+    keys = [tuple(x) for x in ids]
+    token_lists = tokenizer.encode([texts[k] for k in keys], prepend=bos_token, num_threads=num_threads)
+    for key, tokens in zip(keys, token_lists):
+        doc_buffer.add(tokens, doc_id=key)
 
 # %% ../nbs/03_dataloader.ipynb #c0e1a2b3
 class ConversationBuffer(BestFitBuffer):
@@ -220,10 +252,10 @@ class ConversationBuffer(BestFitBuffer):
 def conversation_bestfit_loader(tokenizer, dataset, B, T, device="cuda", buffer_size=100, pad=False, mask=False,
                                 max_tokens=2048, rank=None, world_size=None, resume_state_dict=None):
     "BOS-aligned best-fit packing of `dataset`'s conversations, cycling over epochs: yields `(inputs, targets, state)`"
-    _, ddp_rank, _, ddp_world_size = get_dist_info()
-    rank, world_size = ddp_rank if rank is None else rank, ddp_world_size if world_size is None else world_size
+    rank, world_size = _rank_and_world_size(rank, world_size)
     dataset_size = len(dataset)
-    if dataset_size == 0: raise ValueError("conversation_bestfit_loader: the dataset has no conversations")
+    if dataset_size == 0:
+        raise ValueError("conversation_bestfit_loader: the dataset has no conversations")
     row_capacity = T + 1  # +1 for the target of the last position
     keep_tokens = row_capacity if pad else max_tokens  # pad: each conversation must fit an empty row
     bos_token = tokenizer.get_bos_token_id()
@@ -243,7 +275,8 @@ def conversation_bestfit_loader(tokenizer, dataset, B, T, device="cuda", buffer_
     layout = (resume.get("rank"), resume.get("world_size"), resume.get("dataset_size"))
     if resume and layout == (rank, world_size, dataset_size):
         pos.update(cursor=resume["cursor"], epoch=resume["epoch"], consumed=resume["consumed"])  # exact resume
-        for idx in resume["buffer"]: add(idx)
+        for idx in resume["buffer"]:
+            add(idx)
         counts.update({k: resume[k] for k in counts})  # after add(), which counted the buffered tails again
     elif resume:  # another rank layout: go on after the conversations used so far (the buffered ones are read again)
         start = resume["consumed"] - resume["consumed"] % world_size + rank
@@ -267,7 +300,8 @@ def conversation_bestfit_loader(tokenizer, dataset, B, T, device="cuda", buffer_
                 refill_buffer()
                 picked = conv_buffer.pop_largest_fitting(row_capacity - n_row)
                 if picked is None:  # nothing fits whole
-                    if pad: break  # later nanochat: pad the rest of the row
+                    if pad:
+                        break  # later nanochat: pad the rest of the row
                     picked = (conv_buffer.pop_oldest()[0], row_capacity - n_row)  # a91743c: crop the oldest one
                 (ids, conv_mask), n = picked
                 row_buffer[row_idx, n_row:n_row + n].copy_(torch.frombuffer(array("q", ids[:n]), dtype=torch.long))

@@ -7,7 +7,6 @@ __all__ = ['PROSE_TEXT', 'CODE_TEXT', 'MATH_TEXT', 'KOREAN_TEXT', 'CHINESE_TEXT'
            'comparison_table', 'TokEvalConfig', 'main']
 
 # %% ../../nbs/22_tok_eval.ipynb #aded0f9a
-import os
 from dataclasses import dataclass
 from ..common import parse_config, print0, in_notebook
 from ..tokenizer import CharLevelTokenizer, RustBPETokenizer, get_tokenizer, load_tokenizer, load_tiktoken_offline
