@@ -2,7 +2,7 @@
 the packed conversation loader's throughput against what midtraining consumes (goal: >= 20x), and the share of
 supervised tokens in each stage's batches.
 
-Setup as bench_train.py: the benchmark corpus and a vocab-4096 BPE tokenizer in a temporary base dir, d4, head_dim 64,
+Setup as bench_train.py: the project's offline corpus and a vocab-4096 BPE tokenizer in a temporary base dir, d4, head_dim 64,
 window L, seq 256, 8 rows per micro-batch, 2048 tokens per step (base and mid), eager. base_train runs first (its
 checkpoint is the one midtrained), then mid_train on the default mixture (offline: the synthetic stand-ins, since the
 temporary base dir has no task data), then chat_sft with nanochat's batch (4 conversations per micro-batch, 32 per
@@ -85,11 +85,10 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     args = p.parse_args()
     if args.threads: torch.set_num_threads(args.threads)
-    if not ensure_corpus(): return
-    from bench_train import CORPUS
+    corpus = ensure_corpus()
     base = tempfile.mkdtemp(prefix="bench_chat_")
-    os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=CORPUS)
-    ensure_tokenizer(base)
+    os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
+    ensure_tokenizer(base, corpus)
     load = os.getloadavg()[0]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average {load:.2f}"
           + ("  (busy machine: numbers are low)" if load > 1.5 else ""), flush=True)

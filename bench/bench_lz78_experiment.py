@@ -1,8 +1,7 @@
 """The LZ78 branch's comparison at CPU scale: BPE vs LZ78 tokenizers, embedding modes and prefix smoothing, in val bpb.
 
 Every row trains the same d4 model (256 wide, context 256, 2048 tokens per step) for the same number of steps with
-base_train, on the benchmark corpus (`python ../shared/tools/make_bench_corpus.py --out DIR`, built into
-/tmp/bench_corpus if missing), and reports validation bits per byte (plain cross-entropy, normalised by the bytes of
+base_train, on the project's offline corpus (built on first use; `--corpus DIR` reads any other), and reports validation bits per byte (plain cross-entropy, normalised by the bytes of
 the targets, so tokenizers compare). The baseline, measured in the same run, is the BPE row. Tokenizers are trained on
 the train shards at the same vocabulary size (4096 ids by default): BPE (rustbpe), frequency-gated LZ78 chunked (the
 GPT-4 regex split first) and flat. Each tokenizer's data is pretokenized once (lz78_dataloader), so every row reads
@@ -24,7 +23,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import CORPUS, ensure_corpus  # the same benchmark corpus as the training bench
+from bench_train import ensure_corpus  # the same corpus as the training bench
 TOKENIZERS = {"bpe": ("bpe", None), "lz78": ("lz78", True), "lz78_flat": ("lz78", False)}  # name -> (family, chunked)
 ROWS = {  # name -> (tokenizer, extra base_train flags, seed)
     "bpe": ("bpe", [], 42),
@@ -108,6 +107,7 @@ def main():
     p.add_argument("--eval-tokens", type=int, default=32768, help="tokens per val bpb evaluation")
     p.add_argument("--vocab-size", type=int, default=4096, help="every tokenizer's vocabulary size (all ids)")
     p.add_argument("--tok-max-chars", type=int, default=5_000_000, help="characters to train each tokenizer on")
+    p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     p.add_argument("--depth", type=int, default=4, help="model depth (width 64 x depth)")
     p.add_argument("--max-seq-len", type=int, default=256, help="context length (8 sequences per step)")
     p.add_argument("--work", default="", help="working directory (default: a temp dir, removed at the end)")
@@ -115,7 +115,8 @@ def main():
     args = p.parse_args()
     rows = args.rows.split(",")
     if set(rows) - set(ROWS): sys.exit(f"unknown rows {set(rows) - set(ROWS)}: choose from {list(ROWS)}")
-    if not ensure_corpus(): return
+    global CORPUS
+    CORPUS = ensure_corpus(args.corpus)
     torch.set_num_threads(min(torch.get_num_threads(), os.cpu_count() or 1))
     work = args.work or tempfile.mkdtemp(prefix="lz78_experiment_")
     os.environ["NANOCHAT_BASE_DIR"], os.environ["NANOCHAT_DATA_DIR"] = work, CORPUS

@@ -7,7 +7,7 @@ __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info
            'get_base_dir', 'atomic_write', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
            'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'str2bool', 'config_parser', 'exit_if_dry_run',
            'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
-           'ddp_allreduce_check', 'run_torchrun']
+           'get_mfu', 'ddp_allreduce_check', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, json, time, logging, argparse, tempfile, functools, contextlib
@@ -268,6 +268,11 @@ def get_peak_flops(device_type='cpu'):
         for k, v in _GPU_PEAK_BF16.items():
             if k in name: return v
     return measure_matmul_flops(device=device_type if device_type != 'mps' else 'cpu', iters=10)
+
+# %% ../nbs/00_common.ipynb #56fd2c50
+def get_mfu(num_flops_per_token, tok_per_sec, peak_flops):
+    "Model FLOPs utilisation in %: FLOPs per token x tokens per second, over the peak FLOP/s"
+    return 100 * num_flops_per_token * tok_per_sec / peak_flops
 
 # %% ../nbs/00_common.ipynb #cc51b59e
 def ddp_allreduce_check(device_type='cpu'):

@@ -4,16 +4,17 @@
 
 # %% auto #0
 __all__ = ['SAMPLE_PROMPTS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps', 'get_num_iterations', 'optimizer_kwargs',
-           'LoopState', 'Run', 'check_lz78_flags', 'setup', 'train_step', 'log_step', 'evaluate_val_bpb', 'sample',
-           'evaluate_core_metric', 'save', 'train', 'report_training', 'main']
+           'LoopState', 'Run', 'check_lz78_flags', 'setup', 'train_step', 'peak_memory_mb', 'log_step',
+           'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save', 'due', 'train', 'report_training', 'main']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
 import os, sys, time, resource, functools
 from dataclasses import dataclass, asdict
+from typing import Any, Callable, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, get_peak_flops,
-                             autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook, logger)
+                             get_mfu, autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook)
 
 # %% ../../nbs/24_base_train.ipynb #76100585
 @dataclass
@@ -82,16 +83,20 @@ def get_grad_accum_steps(total_batch_size, device_batch_size, max_seq_len, world
     "Micro-steps per optimizer step; a clear error when the batch does not divide"
     per_step = device_batch_size * max_seq_len * world_size
     if total_batch_size <= 0 or total_batch_size % per_step:
+        example = per_step * max(1, round(max(total_batch_size, 1) / per_step))
         raise ValueError(f"--total-batch-size={total_batch_size} must be a positive multiple of --device-batch-size x "
-                         f"--max-seq-len x world_size = {device_batch_size} x {max_seq_len} x {world_size} = {per_step} "
-                         f"(e.g. --total-batch-size={per_step * max(1, round(max(total_batch_size, 1) / per_step))})")
+                         f"--max-seq-len x world_size = {device_batch_size} x {max_seq_len} x {world_size} = "
+                         f"{per_step} (e.g. --total-batch-size={example})")
     return total_batch_size // per_step
 
 def get_num_iterations(cfg, num_flops_per_token, num_params):
     "Steps to train: explicit, else from a FLOP budget, else from a tokens:params ratio"
-    if cfg.num_iterations > 0: return cfg.num_iterations
-    if cfg.target_flops > 0: return max(1, round(cfg.target_flops / (num_flops_per_token * cfg.total_batch_size)))
-    if cfg.target_param_data_ratio > 0: return max(1, int(cfg.target_param_data_ratio * num_params) // cfg.total_batch_size)
+    if cfg.num_iterations > 0:
+        return cfg.num_iterations
+    if cfg.target_flops > 0:
+        return max(1, round(cfg.target_flops / (num_flops_per_token * cfg.total_batch_size)))
+    if cfg.target_param_data_ratio > 0:
+        return max(1, int(cfg.target_param_data_ratio * num_params) // cfg.total_batch_size)
     raise ValueError("no training horizon: set --num-iterations, --target-flops or --target-param-data-ratio")
 
 # %% ../../nbs/24_base_train.ipynb #6c25df0e
@@ -101,7 +106,8 @@ def optimizer_kwargs(cfg):
     batch_lr_scale = (cfg.total_batch_size / 2**19) ** 0.5
     return dict(unembedding_lr=cfg.unembedding_lr * batch_lr_scale, embedding_lr=cfg.embedding_lr * batch_lr_scale,
                 matrix_lr=cfg.matrix_lr * batch_lr_scale, scalar_lr=cfg.scalar_lr * batch_lr_scale,
-                weight_decay=scale_weight_decay(cfg.weight_decay, cfg.depth), adam_betas=(cfg.adam_beta1, cfg.adam_beta2))
+                weight_decay=scale_weight_decay(cfg.weight_decay, cfg.depth),
+                adam_betas=(cfg.adam_beta1, cfg.adam_beta2))
 
 # %% ../../nbs/24_base_train.ipynb #1407e9d8
 @dataclass
@@ -119,9 +125,51 @@ class LoopState:
         self.losses = self.losses or []
         self.bpbs = self.bpbs or []
 
+# %% ../../nbs/24_base_train.ipynb #5c6ffa9a
+@dataclass(slots=True, repr=False)  # repr=False: the default repr would print the whole model
 class Run:
-    "The objects of one training run (filled in by `setup`)"
-    pass
+    "What one training run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
+    # Config and device
+    cfg: TrainConfig = None  # the flags
+    device_type: str = "cpu"  # cuda|cpu|mps
+    ddp: bool = False  # one of several torchrun processes
+    rank: int = 0  # this process's global rank
+    local_rank: int = 0  # its rank on this node (its GPU)
+    world_size: int = 1  # number of processes
+    device: torch.device = None  # where the model and the batches live
+    master: bool = True  # rank 0: it prints, samples and writes the report
+    # Tokenizer
+    tokenizer: Any = None  # the BPE of <base_dir>/tokenizer, or the one --tokenizer names
+    tokenizer_dir: str = None  # its directory (its token bytes and metadata sit beside it)
+    token_bytes: torch.Tensor = None  # (vocab_size,) UTF-8 bytes of each token, for bits per byte
+    token_metadata: dict = None  # each token's prefix structure (LZ78 embeddings, prefix loss), else None
+    prefix_loss: Callable = None  # (logits, targets) -> loss for --prefix-loss; None: the model's cross-entropy
+    # Model and optimizers
+    model_tag: str = None  # checkpoint directory name: --model-tag, else d<depth>
+    checkpoint_dir: str = None  # <base_dir>/base_checkpoints/<model_tag>
+    orig_model: torch.nn.Module = None  # the GPT itself: evaluation, sampling and saving use it
+    model: torch.nn.Module = None  # what trains: orig_model, or its torch.compile wrapper with --compile
+    optimizers: list = None  # [AdamW, Muon] (DistAdamW, DistMuon under torchrun)
+    weight_decay: float = 0.0  # Muon's weight decay at step 0 (scaled for the depth); it decays linearly to 0
+    # Data
+    grad_accum_steps: int = 1  # micro-batches per optimizer step
+    train_loader: Iterator = None  # yields (x, y, loader state)
+    x: torch.Tensor = None  # (device_batch_size, max_seq_len) inputs of the next micro-batch
+    y: torch.Tensor = None  # (device_batch_size, max_seq_len) its targets
+    loader_state: dict = None  # the loader's position after x, y
+    consumed_state: dict = None  # its position after the last micro-batch trained on: what a checkpoint saves
+    # Horizon and metrics
+    num_flops_per_token: int = 0  # model FLOPs per token, forward + backward (GPT.estimate_flops)
+    num_params: int = 0  # parameter count, for the tokens:params horizon
+    num_iterations: int = 0  # optimizer steps to take
+    peak_flops: float = 0.0  # peak FLOP/s of all ranks together: the denominator of MFU
+    mfu: float = 0.0  # the last step's MFU, in %
+    state: LoopState = None  # step, losses, bpbs...: what a checkpoint restores
+    start_step: int = 0  # the step this process started from (0, or --resume-from-step)
+    t_start: float = 0.0  # wall-clock time at the start of the loop, for the ETA
+    core_results: dict = None  # the last CORE evaluation (evaluate_core's dict)
+    core_unavailable: bool = False  # no eval bundle could be had: CORE is skipped for the rest of the run
+    wandb: Any = None  # a wandb run, or DummyWandb
 
 # %% ../../nbs/24_base_train.ipynb #75131f2f
 def _load_resume(cfg, checkpoint_dir, device, rank):
@@ -135,21 +183,23 @@ def _load_resume(cfg, checkpoint_dir, device, rank):
     return load_checkpoint(checkpoint_dir, cfg.resume_from_step, device, load_optimizer=True, rank=rank)
 
 def _setup_model(run, cfg):
-    "Build, initialise or restore the model and its optimizers"
+    "Build, initialise or restore the model and its optimizers; returns the checkpoint resumed from (or None)"
     model = build_model_meta(cfg, run.tokenizer.get_vocab_size(), token_metadata=run.token_metadata)
     model.to_empty(device=run.device)
     model.init_weights()
-    run.resume = None
+    resume = None
     if cfg.resume_from_step != -1:
-        run.resume = _load_resume(cfg, run.checkpoint_dir, run.device, run.rank)
-        model.load_state_dict(run.resume[0], strict=True, assign=True)
+        resume = _load_resume(cfg, run.checkpoint_dir, run.device, run.rank)  # (model, optimizers, meta)
+        model.load_state_dict(resume[0], strict=True, assign=True)
     run.orig_model = model  # uncompiled: for eval, sampling and saving
     run.model = torch.compile(model, dynamic=False) if cfg.compile else model
     opt_kwargs = optimizer_kwargs(cfg)
     run.weight_decay = opt_kwargs["weight_decay"]  # the start of its linear decay to 0
     run.optimizers = model.setup_optimizers(**opt_kwargs)
-    if run.resume is not None:
-        for opt, opt_state in zip(run.optimizers, run.resume[1]): opt.load_state_dict(opt_state)
+    if resume is not None:
+        for opt, opt_state in zip(run.optimizers, resume[1]):
+            opt.load_state_dict(opt_state)
+    return resume
 
 # %% ../../nbs/24_base_train.ipynb #d2c64807
 def check_lz78_flags(cfg):
@@ -161,11 +211,13 @@ def check_lz78_flags(cfg):
         raise ValueError(f"--embedding-mode={cfg.embedding_mode!r}: use one of {EMBEDDING_MODES}")
     if cfg.prefix_loss not in PREFIX_LOSSES:
         raise ValueError(f"--prefix-loss={cfg.prefix_loss!r}: use one of {PREFIX_LOSSES}")
-    if not 0 <= cfg.prefix_weight <= 1: raise ValueError(f"--prefix-weight={cfg.prefix_weight} must be in [0, 1]")
+    if not 0 <= cfg.prefix_weight <= 1:
+        raise ValueError(f"--prefix-weight={cfg.prefix_weight} must be in [0, 1]")
     if cfg.prefix_decay < 0 or cfg.prefix_pos_weight <= 0:
         raise ValueError(f"--prefix-decay={cfg.prefix_decay} must be >= 0 "
                          f"and --prefix-pos-weight={cfg.prefix_pos_weight} > 0")
-    if cfg.pretokenized_dir: read_index(cfg.pretokenized_dir)  # missing or incomplete: an error naming lz78_pretokenize
+    if cfg.pretokenized_dir:
+        read_index(cfg.pretokenized_dir)  # missing or incomplete: an error naming lz78_pretokenize
 
 def _setup_tokenizer(run, cfg):
     "Tokenizer, token bytes, and the per-token metadata when the embedding or the loss needs it"
@@ -199,8 +251,7 @@ def setup(cfg):
     from nanochat.core_eval import check_core_crop
     check_core_crop(cfg.core_crop)  # a bad --core-crop fails now, not at the first CORE evaluation
     check_lz78_flags(cfg)
-    run = Run()
-    run.cfg, run.device_type = cfg, cfg.device_type or autodetect_device_type()
+    run = Run(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
     run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
@@ -208,19 +259,17 @@ def setup(cfg):
     _setup_tokenizer(run, cfg)
     run.model_tag = cfg.model_tag or f"d{cfg.depth}"
     run.checkpoint_dir = os.path.join(get_base_dir(), "base_checkpoints", run.model_tag)
-    _setup_model(run, cfg)
+    resume = _setup_model(run, cfg)
     run.num_flops_per_token = run.orig_model.estimate_flops()
     run.num_params = run.orig_model.num_scaling_params()
     run.num_iterations = get_num_iterations(cfg, run.num_flops_per_token, run.num_params)
-    meta = run.resume[2] if run.resume else None
+    meta = resume[2] if resume else None
     run.state = LoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"]) if meta else LoopState()
-    run.consumed_state = None
     if meta:  # this rank's own exact position if the world size is unchanged, else nanochat's approximate one
         per_rank = meta.get("dataloader_state_dicts") or []
         run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else meta["dataloader_state_dict"]
     run.train_loader = _train_loader(run, cfg)
     run.x, run.y, run.loader_state = next(run.train_loader)  # fails fast when there is no data
-    run.resume = None  # free the checkpoint tensors
     run.peak_flops = get_peak_flops(run.device_type) * run.world_size
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat", config=asdict_config(cfg))
     return run
@@ -231,9 +280,10 @@ def train_step(run):
     from nanochat.optim import get_lr_multiplier, get_muon_momentum, get_weight_decay, Muon
     cfg, step = run.cfg, run.state.step
     sync = torch.cuda.synchronize if run.device_type == "cuda" else (lambda: None)
-    sync(); t0 = time.time()
+    sync()
+    t0 = time.time()
     for micro_step in range(run.grad_accum_steps):
-        with autocast_ctx(run.device_type):  # the precision policy (common): bf16 autocast on a bf16 GPU, a no-op in fp32
+        with autocast_ctx(run.device_type):  # the precision policy (common): bf16 on a bf16 GPU, a no-op in fp32
             loss = run.model(run.x, run.y) if run.prefix_loss is None else run.prefix_loss(run.model(run.x), run.y)
         train_loss = loss.detach()
         (loss / run.grad_accum_steps).backward()
@@ -253,9 +303,10 @@ def train_step(run):
     return loss_f, time.time() - t0, lrm
 
 # %% ../../nbs/24_base_train.ipynb #99125ae1
-def _memory_mb(device_type):
+def peak_memory_mb(device_type):
     "Peak memory: CUDA allocator peak, else the process's peak RSS"
-    if device_type == "cuda": return torch.cuda.max_memory_allocated() / 1024**2
+    if device_type == "cuda":
+        return torch.cuda.max_memory_allocated() / 1024**2
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 def log_step(run, loss, dt, lrm):
@@ -264,21 +315,24 @@ def log_step(run, loss, dt, lrm):
     st.smooth_train_loss = beta * st.smooth_train_loss + (1 - beta) * loss
     smooth = st.smooth_train_loss / (1 - beta ** (st.step + 1))
     st.losses.append((st.step, smooth))
-    if st.step > 10 or run.num_iterations <= 20: st.total_training_time += dt  # skip warm-up/compile steps
+    if st.step > 10 or run.num_iterations <= 20:
+        st.total_training_time += dt  # skip warm-up/compile steps
     tok_per_sec = cfg.total_batch_size / dt
-    mfu = 100 * run.num_flops_per_token * tok_per_sec / run.peak_flops
+    run.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
     done = (st.step + 1) / run.num_iterations
     eta = (time.time() - run.t_start) / max(st.step + 1 - run.start_step, 1) * (run.num_iterations - st.step - 1)
     bar = f"[{'#' * int(20 * done):<20}] " if sys.stdout.isatty() else ""
-    print0(f"{bar}step {st.step:05d}/{run.num_iterations:05d} ({100 * done:.1f}%) | loss: {smooth:.4f} | lrm: {lrm:.2f} "
-           f"| dt: {dt * 1000:.0f}ms | tok/sec: {tok_per_sec:,.0f} | mfu: {mfu:.2f}% "
-           f"| mem: {_memory_mb(run.device_type):,.0f}MB | eta: {eta / 60:.1f}m")
-    run.wandb.log({"step": st.step, "train/loss": smooth, "train/lrm": lrm, "train/tok_per_sec": tok_per_sec, "train/mfu": mfu})
+    print0(f"{bar}step {st.step:05d}/{run.num_iterations:05d} ({100 * done:.1f}%) | loss: {smooth:.4f} "
+           f"| lrm: {lrm:.2f} | dt: {dt * 1000:.0f}ms | tok/sec: {tok_per_sec:,.0f} | mfu: {run.mfu:.2f}% "
+           f"| mem: {peak_memory_mb(run.device_type):,.0f}MB | eta: {eta / 60:.1f}m")
+    run.wandb.log({"step": st.step, "train/loss": smooth, "train/lrm": lrm, "train/tok_per_sec": tok_per_sec,
+                   "train/mfu": run.mfu})
     return smooth
 
 # %% ../../nbs/24_base_train.ipynb #ccd451c8
-SAMPLE_PROMPTS = ["The capital of France is", "The chemical symbol of gold is", "If yesterday was Friday, then tomorrow will be",
-                  "The opposite of hot is", "The planets of the solar system are:", "My favorite color is", "If 5*x + 3 = 13, then x is"]
+SAMPLE_PROMPTS = ["The capital of France is", "The chemical symbol of gold is",
+                  "If yesterday was Friday, then tomorrow will be", "The opposite of hot is",
+                  "The planets of the solar system are:", "My favorite color is", "If 5*x + 3 = 13, then x is"]
 
 def evaluate_val_bpb(run):
     "Validation bits per byte on `--eval-tokens` tokens (all ranks)"
@@ -321,8 +375,10 @@ def sample(run, max_tokens=16):
 def evaluate_core_metric(run):
     "CORE on the eval bundle in `<base>/eval_bundle` (all ranks); skipped with a note when it cannot be had"
     from nanochat.core_eval import evaluate_core, ensure_eval_bundle, core_max_seq_len
-    if getattr(run, "core_unavailable", False): return None
-    try: bundle = ensure_eval_bundle(timeout=10)
+    if run.core_unavailable:
+        return None
+    try:
+        bundle = ensure_eval_bundle(timeout=10)
     except Exception as e:
         print0(f"CORE skipped for this run: {e}")
         run.core_unavailable = True
@@ -343,7 +399,8 @@ def save(run):
     st, cfg = run.state, run.cfg
     loop_state = {k: v for k, v in asdict(st).items() if k not in ("step", "val_bpb")}
     states = [run.consumed_state] * run.world_size  # each rank's exact data position
-    if run.ddp: dist.all_gather_object(states, run.consumed_state)
+    if run.ddp:
+        dist.all_gather_object(states, run.consumed_state)
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": asdict(run.orig_model.config),
             "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
             "max_seq_len": cfg.max_seq_len, "total_batch_size": cfg.total_batch_size,
@@ -352,7 +409,8 @@ def save(run):
                     [opt.state_dict() for opt in run.optimizers], meta, rank=run.rank)
 
 # %% ../../nbs/24_base_train.ipynb #8b7a081b
-def _due(every, step, last_step, at_zero=True):
+def due(every, step, last_step, at_zero=True):
+    "Whether a periodic action runs at `step`: at multiples of `every` (> 0) and at the last step"
     return every > 0 and (last_step or (step % every == 0 and (at_zero or step > 0)))
 
 def train(cfg, on_step=None):
@@ -364,14 +422,20 @@ def train(cfg, on_step=None):
            f"| {cfg.total_batch_size * run.num_iterations:,} tokens | grad accum {run.grad_accum_steps}")
     while True:
         last_step = st.step == run.num_iterations
-        if _due(cfg.eval_every, st.step, last_step): evaluate_val_bpb(run)
-        if _due(cfg.core_metric_every, st.step, last_step, at_zero=False): run.core_results = evaluate_core_metric(run)
-        if run.master and _due(cfg.sample_every, st.step, last_step, at_zero=False): sample(run)
-        if last_step or (st.step > 0 and st.step != cfg.resume_from_step and _due(cfg.save_every, st.step, False)): save(run)
-        if last_step: break
+        if due(cfg.eval_every, st.step, last_step):
+            evaluate_val_bpb(run)
+        if due(cfg.core_metric_every, st.step, last_step, at_zero=False):
+            run.core_results = evaluate_core_metric(run)
+        if run.master and due(cfg.sample_every, st.step, last_step, at_zero=False):
+            sample(run)
+        if last_step or (st.step > 0 and st.step != cfg.resume_from_step and due(cfg.save_every, st.step, False)):
+            save(run)
+        if last_step:
+            break
         loss, dt, lrm = train_step(run)
         log_step(run, loss, dt, lrm)
-        if on_step is not None: on_step(run)
+        if on_step is not None:
+            on_step(run)
         st.step += 1
     return run
 
@@ -381,19 +445,26 @@ def report_training(run):
     from nanochat.report import get_report
     st, cfg = run.state, run.cfg
     report = get_report()
-    plot = report.plot("base-train-loss", {"train loss (EMA)": tuple(zip(*st.losses))}, title="training loss", ylabel="loss") if st.losses else ""
-    if st.bpbs: plot += report.plot("base-val-bpb", {"val bpb": tuple(zip(*st.bpbs))}, title="validation bits per byte", ylabel="bpb")
+    plot = ""
+    if st.losses:
+        plot += report.plot("base-train-loss", {"train loss (EMA)": tuple(zip(*st.losses))}, title="training loss",
+                            ylabel="loss")
+    if st.bpbs:
+        plot += report.plot("base-val-bpb", {"val bpb": tuple(zip(*st.bpbs))}, title="validation bits per byte",
+                            ylabel="bpb")
+    core = run.core_results["core_metric"] if run.core_results else None
     report.log("Base model training", [asdict_config(cfg), {
         "Number of parameters": run.num_params, "FLOPs per token": f"{run.num_flops_per_token:e}",
         "Number of iterations": run.num_iterations, "Training tokens": cfg.total_batch_size * run.num_iterations,
-        "Minimum validation bpb": st.min_val_bpb, "Final validation bpb": st.val_bpb,
-        "Total training time (s)": st.total_training_time}, plot])
+        "Minimum validation bpb": st.min_val_bpb, "Final validation bpb": st.val_bpb, "CORE metric estimate": core,
+        "MFU %": f"{run.mfu:.2f}%", "Total training time (s)": st.total_training_time}, plot])
 
 def main(argv=None):
     "The base_train script"
     cfg = parse_config(TrainConfig, argv, description="Pretrain a base model")
     run = train(cfg)
-    if run.master: report_training(run)
+    if run.master:
+        report_training(run)
     print0(f"Minimum validation bpb: {run.state.min_val_bpb:.4f} | checkpoints in {run.checkpoint_dir}")
     run.wandb.finish()
     compute_cleanup()

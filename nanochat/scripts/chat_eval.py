@@ -61,7 +61,8 @@ BASELINES = {'ARC-Easy': 0.25, 'ARC-Challenge': 0.25, 'MMLU': 0.25}  # random gu
 
 def load_eval_task(task_name):
     "The task object `chat_eval` evaluates for `task_name`"
-    if task_name not in EVAL_TASKS: raise ValueError(f"unknown task {task_name!r}: use one of {list(EVAL_TASKS)}")
+    if task_name not in EVAL_TASKS:
+        raise ValueError(f"unknown task {task_name!r}: use one of {list(EVAL_TASKS)}")
     name, split, kwargs = EVAL_TASKS[task_name]
     return get_task(name, split, **kwargs)
 
@@ -79,13 +80,16 @@ def letter_token_ids(tokenizer, letters, cache):
 
 def all_reduce_counts(passed, total, device):
     "Sum `(passed, total)` over the ranks (no-op without a process group)"
-    if not (dist.is_available() and dist.is_initialized()): return passed, total
+    if not (dist.is_available() and dist.is_initialized()):
+        return passed, total
     counts = torch.tensor([passed, total], dtype=torch.long, device=device)
     dist.all_reduce(counts, op=dist.ReduceOp.SUM)
     return int(counts[0]), int(counts[1])
 
-def print_final(passed, total):
-    print0(f"Final: {passed}/{total} ({100 * passed / max(total, 1):.2f}%)")
+def print_final(passed, total, seconds=None):
+    "The result line of a task: `Final: passed/total (pct%)`, and the throughput when `seconds` is given"
+    rate = f" | {total / seconds:.2f} problems/s" if seconds else ""
+    print0(f"Final: {passed}/{total} ({100 * passed / max(total, 1):.2f}%){rate}")
 
 @torch.inference_mode()
 def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
@@ -96,7 +100,7 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
     max_len = model.cos.size(1) if hasattr(model, 'cos') else model.config.sequence_len  # positions it can encode
     num_problems = len(task) if max_problems is None else min(len(task), max_problems)
     num_batches = math.ceil(num_problems / batch_size)
-    letter_cache, passed, total = {}, 0, 0
+    letter_cache, passed, total, t0 = {}, 0, 0, time.time()
     for b in range(rank, num_batches, world_size):
         conversations = [task[i] for i in range(b * batch_size, min((b + 1) * batch_size, num_problems))]
         prompts = [tokenizer.render_for_completion(c)[-max_len:] for c in conversations]  # crop left if ever needed
@@ -112,7 +116,7 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
             passed += task.evaluate(conversation, predicted)
             total += 1
     passed, total = all_reduce_counts(passed, total, device)
-    print_final(passed, total)
+    print_final(passed, total, time.time() - t0)  # problems of all ranks per second of wall time
     return passed / max(total, 1), passed, total
 
 # %% ../../nbs/26_chat_eval.ipynb #ef4d06fe
@@ -137,9 +141,10 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
         if rank == 0 and sys.stdout.isatty():  # a running line on a terminal; logs get the final count only
             line = f"Rank 0 | {passed}/{total} ({100 * passed / total:.2f}%) | {time.time() - t0:.0f}s"
             print(f"\r\033[K{line}", end='', flush=True)
-    if rank == 0 and sys.stdout.isatty(): print()
+    if rank == 0 and sys.stdout.isatty():
+        print()
     passed, total = all_reduce_counts(passed, total, device)
-    print_final(passed, total)
+    print_final(passed, total, time.time() - t0)  # problems of all ranks per second of wall time
     return passed / max(total, 1), passed, total
 
 # %% ../../nbs/26_chat_eval.ipynb #2ac1f0c0
@@ -151,7 +156,8 @@ def centered(task_name, accuracy):
 def chatcore(results):
     "`(ChatCORE, label)` over the ChatCORE tasks in `results` (None when there is none)"
     ran = [name for name in CHATCORE_TASKS if name in results]
-    if not ran: return None, None
+    if not ran:
+        return None, None
     value = sum(centered(name, results[name]) for name in ran) / len(ran)
     label = "" if len(ran) == len(CHATCORE_TASKS) else f"({len(ran)}/{len(CHATCORE_TASKS)} tasks)"
     return value, label
@@ -178,7 +184,8 @@ def select_tasks(task_name):
         if unknown := [n for n in names if n not in EVAL_TASKS]:
             raise ValueError(f"-a/--task-name: unknown task(s) {unknown}; use any of {'|'.join(EVAL_TASKS)}")
         for name in names:
-            if reason := task_missing_reason(*EVAL_TASKS[name][:2]): raise TaskDataMissing(reason)
+            if reason := task_missing_reason(*EVAL_TASKS[name][:2]):
+                raise TaskDataMissing(reason)
         return names, {}
     reasons = {name: task_missing_reason(*EVAL_TASKS[name][:2]) for name in EVAL_TASKS}
     return [n for n, r in reasons.items() if r is None], {n: r for n, r in reasons.items() if r is not None}
@@ -189,12 +196,15 @@ def report_lines(results):
     lines = {}
     for name, accuracy in results.items():
         suffix = ""
-        if name in SYNTHETIC_EVAL_TASKS: suffix = " (synthetic)"
-        elif name == 'SpellingBee' and local_words: suffix = " (local word list)"
+        if name in SYNTHETIC_EVAL_TASKS:
+            suffix = " (synthetic)"
+        elif name == 'SpellingBee' and local_words:
+            suffix = " (local word list)"
         lines[name] = f"{accuracy:.4f}{suffix}"
     value, label = chatcore(results)
     if value is not None:
-        if local_words: label = label[:-1] + ", SpellingBee on local words)" if label else "(local word list)"
+        if local_words:
+            label = label[:-1] + ", SpellingBee on local words)" if label else "(local word list)"
         lines["ChatCORE metric"] = f"{value:.4f} {label}".strip()
     synthetic = [name for name in SYNTHETIC_EVAL_TASKS if name in results]
     if synthetic:
@@ -208,8 +218,10 @@ def main(argv=None):
     from nanochat.report import get_report
     cfg = parse_config(ChatEvalConfig, expand_short_flags(sys.argv[1:] if argv is None else argv))
     task_names, skipped = select_tasks(cfg.task_name)
-    for name, reason in skipped.items(): print0(f"Skipping {name}: {reason}")
-    if not task_names: raise SystemExit("no task has its data on this machine: see `python -m nanochat.tasks status`")
+    for name, reason in skipped.items():
+        print0(f"Skipping {name}: {reason}")
+    if not task_names:
+        raise SystemExit("no task has its data on this machine: see `python -m nanochat.tasks status`")
     ddp, rank, local_rank, world_size, device = compute_init(cfg.device_type)
     model, tokenizer, meta = load_model(cfg.source, device, phase='eval', model_tag=cfg.model_tag, step=cfg.step)
     engine = Engine(model, tokenizer)
@@ -223,7 +235,8 @@ def main(argv=None):
         print0(f"{task_name} accuracy: {results[task_name]:.4f} ({time.time() - t0:.1f}s)")
     lines = report_lines(results)
     for key in ("ChatCORE metric", "synthetic tasks"):
-        if key in lines: print0(f"{key}: {lines[key]}")
+        if key in lines:
+            print0(f"{key}: {lines[key]}")
     get_report().log(section=f"Chat evaluation {cfg.source}",
                      data=[asdict_config(cfg), {"checkpoint step": meta.get("step")}, lines])
     compute_cleanup()

@@ -4,17 +4,18 @@
 
 # %% auto #0
 __all__ = ['group_advantages', 'policy_gradient_loss', 'collate_rollouts', 'generate_rollouts', 'pass_at_k', 'sample_answers',
-           'RLConfig', 'RLState', 'check_config', 'get_num_steps', 'setup', 'train_example_index', 'get_rollouts',
-           'rl_step', 'evaluate', 'log_step', 'save', 'train', 'report_rl', 'main']
+           'RLConfig', 'RLState', 'check_config', 'get_num_steps', 'RLRun', 'setup', 'train_example_index',
+           'get_rollouts', 'rl_step', 'evaluate', 'log_step', 'save', 'train', 'report_rl', 'main']
 
 # %% ../../nbs/29_chat_rl.ipynb #ff42b6dc
 import os, time
 from dataclasses import dataclass, asdict
+from typing import Any
 import torch
 import torch.distributed as dist
-from ..common import (compute_init, compute_cleanup, print0, autodetect_device_type, autocast_ctx, parse_config,
-                             asdict_config, get_wandb, in_notebook)
-from .base_train import Run, _due
+from ..common import (compute_init, compute_cleanup, print0, autodetect_device_type, autocast_ctx, get_peak_flops,
+                             get_mfu, parse_config, asdict_config, get_wandb, in_notebook)
+from .base_train import due
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -49,12 +50,15 @@ def generate_rollouts(engine, tokens, num_samples, **kwargs):
     stops = [None] * num_samples
     for token_column, token_masks in engine.generate(tokens, num_samples, **kwargs):
         for i, (token, mask) in enumerate(zip(token_column, token_masks)):
-            if stops[i] is not None: continue
-            if token in stop_ids: stops[i] = token  # the stop token is not part of the sequence
+            if stops[i] is not None:
+                continue
+            if token in stop_ids:
+                stops[i] = token  # the stop token is not part of the sequence
             else:
                 sequences[i].append(token)
                 masks[i].append(mask)
-        if all(stop is not None for stop in stops): break
+        if all(stop is not None for stop in stops):
+            break
     return sequences, masks, stops
 
 # %% ../../nbs/29_chat_rl.ipynb #22ab75e0
@@ -134,7 +138,8 @@ class RLState:
 
 def check_config(cfg, world_size):
     "Flag combinations nanochat asserts, as errors that name the flags"
-    if cfg.source not in ("sft", "mid"): raise ValueError(f"--source={cfg.source!r}: use sft or mid")
+    if cfg.source not in ("sft", "mid"):
+        raise ValueError(f"--source={cfg.source!r}: use sft or mid")
     if cfg.device_batch_size < 1 or cfg.num_samples % cfg.device_batch_size:
         raise ValueError(f"--num-samples={cfg.num_samples} must be a multiple of "
                          f"--device-batch-size={cfg.device_batch_size}")
@@ -144,12 +149,49 @@ def check_config(cfg, world_size):
 
 def get_num_steps(cfg, num_train):
     "Steps to run: --num-iterations, else --num-epochs passes over the train split"
-    if cfg.num_iterations > 0: return cfg.num_iterations
+    if cfg.num_iterations > 0:
+        return cfg.num_iterations
     num_steps = (num_train // cfg.examples_per_step) * cfg.num_epochs
     if num_steps < 1:
         raise ValueError(f"the train split has {num_train} questions: fewer than --examples-per-step="
                          f"{cfg.examples_per_step} x --num-epochs={cfg.num_epochs} steps; set --num-iterations")
     return num_steps
+
+# %% ../../nbs/29_chat_rl.ipynb #452bf52d
+@dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
+class RLRun:
+    "What one RL run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
+    # Config and device
+    cfg: RLConfig = None  # the flags
+    device_type: str = "cpu"  # cuda|cpu|mps
+    ddp: bool = False  # one of several torchrun processes
+    rank: int = 0  # this process's global rank
+    local_rank: int = 0  # its rank on this node (its GPU)
+    world_size: int = 1  # number of processes
+    device: torch.device = None  # where the model and the batches live
+    master: bool = True  # rank 0: it prints and writes the report
+    # Tokenizer
+    tokenizer: Any = None  # the source model's tokenizer
+    assistant_end: int = None  # id of <|assistant_end|>: where a sample stops, and the rollouts' padding
+    # Model and optimizers
+    model_tag: str = None  # the source model's tag, also the output's
+    checkpoint_dir: str = None  # <base_dir>/chatrl_checkpoints/<model_tag>
+    model: torch.nn.Module = None  # the policy: it samples, learns and is saved (not compiled)
+    engine: Any = None  # Engine(model, tokenizer): KV-cache sampling for the rollouts and the evaluation
+    optimizers: list = None  # [AdamW, Muon] at --init-lr-frac of the flags' rates
+    optimizer_states: list = None  # a resumed checkpoint's optimizer states, until they are loaded
+    # Data
+    train_task: Any = None  # questions with a reward (train split)
+    val_task: Any = None  # held-out questions for pass@k
+    examples_per_rank: int = 0  # questions per step on this rank
+    # Horizon and metrics
+    num_steps: int = 0  # RL steps to take
+    num_flops_per_token: int = 0  # model FLOPs per token, forward + backward (GPT.estimate_flops)
+    peak_flops: float = 0.0  # peak FLOP/s of all ranks together: the denominator of MFU
+    mfu: float = 0.0  # the last step's MFU while learning, in %
+    state: RLState = None  # step, rewards, evaluations, timings: what a checkpoint restores
+    eval_records: dict = None  # this rank's answers at the last evaluation, for a closer look
+    wandb: Any = None  # a wandb run, or DummyWandb
 
 # %% ../../nbs/29_chat_rl.ipynb #cff87a73
 def _load_start(run, cfg):
@@ -160,7 +202,8 @@ def _load_start(run, cfg):
     run.checkpoint_dir = os.path.join(get_checkpoints_dir("rl"), run.model_tag)
     run.optimizer_states = None
     if cfg.resume_from_step == -1:
-        try: return build_model(source_dir, source_step, run.device, phase="eval")
+        try:
+            return build_model(source_dir, source_step, run.device, phase="eval")
         except FileNotFoundError as e:
             command = f"python -m nanochat.scripts.{'chat_sft' if cfg.source == 'sft' else 'mid_train'}"
             raise FileNotFoundError(f"{e}: no step {source_step} of --source={cfg.source} --model-tag={run.model_tag}; "
@@ -178,8 +221,7 @@ def setup(cfg, train_task=None, val_task=None):
     "Device, tasks, model, engine, optimizers, horizon and loop state for a run of `cfg`"
     from nanochat.engine import Engine
     check_config(cfg, int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
-    run = Run()
-    run.cfg, run.device_type = cfg, cfg.device_type or autodetect_device_type()
+    run = RLRun(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
     run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
     run.master = run.rank == 0
     if train_task is None or val_task is None:
@@ -190,6 +232,8 @@ def setup(cfg, train_task=None, val_task=None):
     run.examples_per_rank = cfg.examples_per_step // run.world_size
     run.model, run.tokenizer, meta = _load_start(run, cfg)
     run.engine = Engine(run.model, run.tokenizer)
+    run.num_flops_per_token = run.model.estimate_flops()
+    run.peak_flops = get_peak_flops(run.device_type) * run.world_size
     run.assistant_end = run.tokenizer.encode_special("<|assistant_end|>")
     run.optimizers = run.model.setup_optimizers(unembedding_lr=cfg.unembedding_lr, embedding_lr=cfg.embedding_lr,
                                                 matrix_lr=cfg.matrix_lr, weight_decay=cfg.weight_decay)
@@ -198,10 +242,12 @@ def setup(cfg, train_task=None, val_task=None):
             group["lr"] = group["lr"] * cfg.init_lr_frac
             group["initial_lr"] = group["lr"]
     if run.optimizer_states is not None:
-        for opt, opt_state in zip(run.optimizers, run.optimizer_states): opt.load_state_dict(opt_state)
+        for opt, opt_state in zip(run.optimizers, run.optimizer_states):
+            opt.load_state_dict(opt_state)
         run.optimizer_states = None  # free the checkpoint tensors
         run.state = RLState(**meta["loop_state"], step=meta["step"])
-    else: run.state = RLState()
+    else:
+        run.state = RLState()
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat-rl", config=asdict_config(cfg))
     return run
 
@@ -228,7 +274,8 @@ def get_rollouts(run, example_idx):
         for seq, mask, stop in zip(batch, batch_masks, stops):
             rewards.append(float(task.reward(conversation, tokenizer.decode(seq[prefix_length:]))))
             num_generated += len(seq) - prefix_length
-            if cfg.train_stop_token and stop is not None: seq, mask = seq + [stop], mask + [1]
+            if cfg.train_stop_token and stop is not None:
+                seq, mask = seq + [stop], mask + [1]
             sequences.append(seq)
             masks.append(mask)
     inputs, targets = collate_rollouts(sequences, masks, run.assistant_end, run.device)
@@ -242,23 +289,27 @@ def rl_step(run):
     cfg, st = run.cfg, run.state
     sync = torch.cuda.synchronize if run.device_type == "cuda" else (lambda: None)
     sample_time = learn_time = 0.0
-    rewards, lengths, num_generated, num_trained = [], [], 0, 0
+    rewards, lengths, num_generated, num_trained, num_forwarded = [], [], 0, 0, 0
     for j in range(run.examples_per_rank):
-        sync(); t0 = time.time()
+        sync()
+        t0 = time.time()
         example_idx = train_example_index(st.step, j, run.examples_per_rank, run.rank, run.world_size,
                                           len(run.train_task))
         batch = get_rollouts(run, example_idx)
-        sync(); t1 = time.time()
+        sync()
+        t1 = time.time()
         run.model.train()
         num_passes = len(batch["sequences"]) // cfg.device_batch_size
         for pass_idx in range(num_passes):
             b0, b1 = pass_idx * cfg.device_batch_size, (pass_idx + 1) * cfg.device_batch_size
             inputs, targets = batch["inputs"][b0:b1], batch["targets"][b0:b1]
+            num_forwarded += inputs.numel()  # prompt and padding included: every position goes through the model
             with autocast_ctx(run.device.type):
                 nll = run.model(inputs, targets, loss_reduction='none').view_as(inputs)  # (B, T), 0 where targets == -1
             loss = policy_gradient_loss(-nll, targets, batch["advantages"][b0:b1], num_passes * run.examples_per_rank)
             loss.backward()
-        sync(); learn_time += time.time() - t1
+        sync()
+        learn_time += time.time() - t1
         sample_time += t1 - t0
         rewards.append(batch["rewards"].mean().item())
         lengths.extend(len(seq) for seq in batch["sequences"])
@@ -267,15 +318,19 @@ def rl_step(run):
     t1 = time.time()
     lrm = 1.0 - st.step / run.num_steps
     for opt in run.optimizers:
-        for group in opt.param_groups: group["lr"] = group["initial_lr"] * lrm
+        for group in opt.param_groups:
+            group["lr"] = group["initial_lr"] * lrm
         opt.step()
     run.model.zero_grad(set_to_none=True)
-    sync(); learn_time += time.time() - t1
-    stats = torch.tensor([sum(rewards) / len(rewards), sum(lengths) / len(lengths)], device=run.device)
-    if run.ddp: dist.all_reduce(stats, op=dist.ReduceOp.SUM)  # gloo has no AVG: sum, then divide
-    mean_reward, mean_length = (stats / run.world_size).tolist()
-    return dict(reward=mean_reward, seq_len=mean_length, lrm=lrm, sample_time=sample_time, learn_time=learn_time,
-                sampled_tokens=num_generated, trained_tokens=num_trained)
+    sync()
+    learn_time += time.time() - t1
+    stats = torch.tensor([sum(rewards) / len(rewards), sum(lengths) / len(lengths), num_forwarded], device=run.device)
+    if run.ddp:
+        dist.all_reduce(stats, op=dist.ReduceOp.SUM)  # gloo has no AVG: sum, then divide
+    reward_sum, length_sum, forwarded_all = stats.tolist()
+    return dict(reward=reward_sum / run.world_size, seq_len=length_sum / run.world_size, lrm=lrm,
+                sample_time=sample_time, learn_time=learn_time, sampled_tokens=num_generated,
+                trained_tokens=num_trained, forwarded_tokens=int(forwarded_all))
 
 # %% ../../nbs/29_chat_rl.ipynb #6ed86b7f
 def evaluate(run):
@@ -292,7 +347,8 @@ def evaluate(run):
     counts = [sum(any(c[:j]) for c in correct) for j in range(1, k + 1)]  # pass@j numerators
     counts += [sum(r["correct"][0] for r in greedy), len(correct)]
     counts = torch.tensor(counts, dtype=torch.float, device=run.device)
-    if run.ddp: dist.all_reduce(counts, op=dist.ReduceOp.SUM)
+    if run.ddp:
+        dist.all_reduce(counts, op=dist.ReduceOp.SUM)
     num_problems = max(counts[-1].item(), 1)
     results = {f"pass@{j}": counts[j - 1].item() / num_problems for j in range(1, k + 1)}
     results["greedy pass@1"] = counts[k].item() / num_problems
@@ -307,15 +363,20 @@ def log_step(run, out):
     st = run.state
     st.rewards.append((st.step, out["reward"]))
     st.seq_lens.append((st.step, out["seq_len"]))
-    st.sample_time += out["sample_time"]; st.learn_time += out["learn_time"]
-    st.sampled_tokens += out["sampled_tokens"]; st.trained_tokens += out["trained_tokens"]
-    sample_tps = out["sampled_tokens"] / max(out["sample_time"], 1e-9)
-    learn_tps = out["trained_tokens"] / max(out["learn_time"], 1e-9)
+    st.sample_time += out["sample_time"]
+    st.learn_time += out["learn_time"]
+    st.sampled_tokens += out["sampled_tokens"]
+    st.trained_tokens += out["trained_tokens"]
+    sample_tps = out["sampled_tokens"] / max(out["sample_time"], 1e-9)  # this rank's new tokens per second
+    learn_tps = out["trained_tokens"] / max(out["learn_time"], 1e-9)  # this rank's trained tokens per second
+    tok_per_sec = out["forwarded_tokens"] / max(out["learn_time"], 1e-9)  # all ranks' positions forwarded in learning
+    run.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
     print0(f"step {st.step:05d}/{run.num_steps:05d} | reward: {out['reward']:.4f} | seq len: {out['seq_len']:.1f} "
-           f"| lrm: {out['lrm']:.3f} | sample: {out['sample_time']:.2f}s ({sample_tps:,.0f} tok/s) "
-           f"| learn: {out['learn_time']:.2f}s ({learn_tps:,.0f} tok/s)")
+           f"| lrm: {out['lrm']:.3f} | sample: {out['sample_time']:.2f}s ({sample_tps:,.0f} new tok/s) "
+           f"| learn: {out['learn_time']:.2f}s | tok/sec: {tok_per_sec:,.0f} | mfu: {run.mfu:.2f}%")
     run.wandb.log({"step": st.step, "reward": out["reward"], "sequence_length": out["seq_len"], "lrm": out["lrm"],
-                   "sample_tok_per_sec": sample_tps, "learn_tok_per_sec": learn_tps})
+                   "sample_tok_per_sec": sample_tps, "learn_tok_per_sec": learn_tps, "train/tok_per_sec": tok_per_sec,
+                   "train/mfu": run.mfu})
 
 def save(run):
     "Checkpoint the model, each rank's optimizer state and the loop state (every rank calls this)"
@@ -328,7 +389,7 @@ def save(run):
 
 # %% ../../nbs/29_chat_rl.ipynb #600f693d
 def train(cfg, train_task=None, val_task=None, on_step=None):
-    "Run RL for `cfg`; returns the `Run`"
+    "Run RL for `cfg`; returns the `RLRun`"
     run = setup(cfg, train_task, val_task)
     st = run.state
     print0(f"{run.num_steps:,} steps | {cfg.examples_per_step} questions x {cfg.num_samples} samples per step "
@@ -336,12 +397,16 @@ def train(cfg, train_task=None, val_task=None, on_step=None):
     while True:
         last_step = st.step == run.num_steps
         resumed_here = st.step == cfg.resume_from_step
-        if not resumed_here and _due(cfg.eval_every, st.step, last_step): evaluate(run)
-        if not resumed_here and (last_step or (st.step > 0 and _due(cfg.save_every, st.step, False))): save(run)
-        if last_step: break
+        if not resumed_here and due(cfg.eval_every, st.step, last_step):
+            evaluate(run)
+        if not resumed_here and (last_step or (st.step > 0 and due(cfg.save_every, st.step, False))):
+            save(run)
+        if last_step:
+            break
         out = rl_step(run)
         log_step(run, out)
-        if on_step is not None: on_step(run)
+        if on_step is not None:
+            on_step(run)
         st.step += 1
     return run
 
@@ -373,7 +438,8 @@ def main(argv=None):
     "The chat_rl script"
     cfg = parse_config(RLConfig, argv, description="Reinforcement learning with a verifiable reward")
     run = train(cfg)
-    if run.master: report_rl(run)
+    if run.master:
+        report_rl(run)
     print0(f"Checkpoints in {run.checkpoint_dir}")
     run.wandb.finish()
     compute_cleanup()

@@ -4,17 +4,18 @@
 
 # %% auto #0
 __all__ = ['MID_MIXTURE', 'STAND_INS', 'SIZED_TASKS', 'TINY_MID_FLAGS', 'MidConfig', 'parse_mixture', 'build_mixture',
-           'load_source_model', 'setup_chat_optimizers', 'mean_target_loss', 'MidLoopState', 'setup', 'train_step',
-           'log_step', 'evaluate_val_bpb', 'save', 'train', 'report_training', 'main']
+           'load_source_model', 'setup_chat_optimizers', 'mean_target_loss', 'MidLoopState', 'MidRun', 'setup',
+           'train_step', 'log_step', 'evaluate_val_bpb', 'save', 'train', 'report_training', 'main']
 
 # %% ../../nbs/27_mid_train.ipynb #94b548f6
 import os, sys, time
 from dataclasses import dataclass, asdict
+from typing import Any, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, get_peak_flops,
-                             autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook)
-from .base_train import LoopState, Run, get_grad_accum_steps, _memory_mb, _due
+                             get_mfu, autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook)
+from .base_train import LoopState, get_grad_accum_steps, peak_memory_mb, due
 
 # %% ../../nbs/27_mid_train.ipynb #bd255f1f
 @dataclass
@@ -97,10 +98,12 @@ def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="
             entries += stand_ins[split]
     else:
         entries = parse_mixture(spec, split)
-        if split == "val": entries = [e for e in entries if task_available(e[0], e[1])] or stand_ins["val"]
+        if split == "val":
+            entries = [e for e in entries if task_available(e[0], e[1])] or stand_ins["val"]
     tasks = [get_task(name, task_split, **kwargs) for name, task_split, kwargs in entries]
     mix = TaskMixture(tasks)
-    if len(mix) == 0: raise ValueError(f"--mixture={spec}: the {split} mixture has no rows")
+    if len(mix) == 0:
+        raise ValueError(f"--mixture={spec}: the {split} mixture has no rows")
     counts = {}
     for (name, task_split, kwargs), task in zip(entries, tasks):
         key = f"{name} {task_split}" + "".join(f" {k}={v}" for k, v in kwargs.items())
@@ -138,6 +141,50 @@ class MidLoopState(LoopState):
     "`base_train`'s loop state plus the progress through the mixture (the largest seen so far)"
     progress: float = 0.0
 
+@dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
+class MidRun:
+    "What one midtraining run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
+    # Config and device
+    cfg: MidConfig = None  # the flags
+    device_type: str = "cpu"  # cuda|cpu|mps
+    ddp: bool = False  # one of several torchrun processes
+    rank: int = 0  # this process's global rank
+    local_rank: int = 0  # its rank on this node (its GPU)
+    world_size: int = 1  # number of processes
+    device: torch.device = None  # where the model and the batches live
+    master: bool = True  # rank 0: it prints and writes the report
+    # Tokenizer
+    tokenizer: Any = None  # the base model's tokenizer
+    token_bytes: torch.Tensor = None  # (vocab_size,) UTF-8 bytes of each token, for bits per byte
+    # Model and optimizers
+    model_tag: str = None  # the base model's tag, also the output's
+    checkpoint_dir: str = None  # <base_dir>/mid_checkpoints/<model_tag>
+    orig_model: torch.nn.Module = None  # the GPT itself: evaluation and saving use it
+    model: torch.nn.Module = None  # what trains: orig_model, or its torch.compile wrapper with --compile
+    optimizers: list = None  # [AdamW, Muon] at --init-lr-frac of the flags' rates
+    # Data
+    train_ds: Any = None  # the training mixture (a TaskMixture)
+    val_ds: Any = None  # the validation mixture
+    loader_kwargs: dict = None  # the packer's arguments, shared by the training and validation loaders
+    grad_accum_steps: int = 1  # micro-batches per optimizer step
+    train_loader: Iterator = None  # yields (x, y, loader state)
+    x: torch.Tensor = None  # (device_batch_size, max_seq_len) inputs of the next micro-batch
+    y: torch.Tensor = None  # (device_batch_size, max_seq_len) its targets (-1: no loss)
+    loader_state: dict = None  # the packer's position after x, y
+    consumed_state: dict = None  # its position after the last micro-batch trained on: what a checkpoint saves
+    epoch_done: bool = False  # the packer has used up the epoch (agreed by all ranks)
+    # Horizon and metrics
+    num_iterations: int = -1  # optimizer steps to take (-1: one epoch)
+    num_flops_per_token: int = 0  # model FLOPs per token, forward + backward (GPT.estimate_flops)
+    peak_flops: float = 0.0  # peak FLOP/s of all ranks together: the denominator of MFU
+    mfu: float = 0.0  # the last step's MFU, in %
+    state: MidLoopState = None  # step, progress, losses, bpbs...: what a checkpoint restores
+    start_step: int = 0  # the step this process started from
+    start_progress: float = 0.0  # the progress it started from, for the ETA
+    t_start: float = 0.0  # wall-clock time at the start of the loop
+    wandb: Any = None  # a wandb run, or DummyWandb
+
+# %% ../../nbs/27_mid_train.ipynb #6b3eb8b2
 def _load_mid_resume(cfg, checkpoint_dir, device, rank):
     "Model/optimizer/meta of `--resume-from-step`, with an error that says what exists"
     from nanochat.checkpoint_manager import load_checkpoint
@@ -155,11 +202,11 @@ def setup(cfg, datasets=None):
     from nanochat.dataloader import conversation_bestfit_loader
     if cfg.pack not in ("crop", "pad"):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
-    run = Run()
-    run.cfg, run.device_type = cfg, cfg.device_type or autodetect_device_type()
+    run = MidRun(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
-    if datasets is None and cfg.mixture != "default": parse_mixture(cfg.mixture, "train")  # a bad name fails here
+    if datasets is None and cfg.mixture != "default":
+        parse_mixture(cfg.mixture, "train")  # a bad name fails here
     run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
     run.master = run.rank == 0
     model, run.tokenizer, base_meta, run.model_tag = load_source_model("base", cfg.model_tag, cfg.model_step,
@@ -171,17 +218,20 @@ def setup(cfg, datasets=None):
     run.token_bytes = get_token_bytes(device=run.device)
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
     resume = _load_mid_resume(cfg, run.checkpoint_dir, run.device, run.rank) if cfg.resume_from_step != -1 else None
-    if resume: model.load_state_dict(resume[0], strict=True, assign=True)
+    if resume:
+        model.load_state_dict(resume[0], strict=True, assign=True)
     run.orig_model = model  # uncompiled: for evaluation and saving
     run.model = torch.compile(model, dynamic=False) if cfg.compile else model
     run.optimizers = setup_chat_optimizers(model, cfg)
     if resume:
-        for opt, opt_state in zip(run.optimizers, resume[1]): opt.load_state_dict(opt_state)
+        for opt, opt_state in zip(run.optimizers, resume[1]):
+            opt.load_state_dict(opt_state)
     run.num_flops_per_token = model.estimate_flops()
     run.num_iterations = cfg.num_iterations
     meta = resume[2] if resume else None
     run.state = MidLoopState()
-    if meta: run.state = MidLoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"])
+    if meta:
+        run.state = MidLoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"])
     run.consumed_state = None  # the loader state after the last batch trained on
     if meta:  # this rank's own position (the loader falls back to an approximate one under another world size)
         per_rank = meta["dataloader_state_dicts"]
@@ -192,7 +242,8 @@ def setup(cfg, datasets=None):
                                                    **run.loader_kwargs)
     run.x, run.y, run.loader_state = next(run.train_loader)
     run.epoch_done = bool(run.consumed_state and run.consumed_state["last_step"])
-    if run.num_iterations <= 0: run.epoch_done = bool(_max_over_ranks(run, float(run.epoch_done))[0])
+    if run.num_iterations <= 0:
+        run.epoch_done = bool(_max_over_ranks(run, float(run.epoch_done))[0])
     run.peak_flops = get_peak_flops(run.device_type) * run.world_size
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat-mid", config=asdict_config(cfg))
     return run
@@ -200,7 +251,8 @@ def setup(cfg, datasets=None):
 # %% ../../nbs/27_mid_train.ipynb #38e4c7d6
 def _max_over_ranks(run, *values):
     "The maximum of each value over the ranks (so that every rank takes the same decision)"
-    if not run.ddp: return values
+    if not run.ddp:
+        return values
     t = torch.tensor(values, dtype=torch.float32, device=run.device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.tolist()
@@ -210,7 +262,8 @@ def train_step(run):
     from nanochat.optim import get_lr_multiplier_mid, get_muon_momentum, Muon
     st = run.state
     sync = torch.cuda.synchronize if run.device_type == "cuda" else (lambda: None)
-    sync(); t0 = time.time()
+    sync()
+    t0 = time.time()
     for micro_step in range(run.grad_accum_steps):
         with autocast_ctx(run.device_type):
             loss = mean_target_loss(run.model, run.x, run.y)
@@ -229,7 +282,8 @@ def train_step(run):
     for opt in run.optimizers:
         for group in opt.param_groups:
             group["lr"] = group["initial_lr"] * lrm
-            if isinstance(opt, Muon): group["momentum"] = get_muon_momentum(st.step)
+            if isinstance(opt, Muon):
+                group["momentum"] = get_muon_momentum(st.step)
         opt.step()
     run.model.zero_grad(set_to_none=True)
     loss_f = train_loss.item()
@@ -243,17 +297,18 @@ def log_step(run, loss, dt, lrm):
     st.smooth_train_loss = beta * st.smooth_train_loss + (1 - beta) * loss
     smooth = st.smooth_train_loss / (1 - beta ** (st.step + 1))
     st.losses.append((st.step, smooth))
-    if st.step > 10: st.total_training_time += dt  # skip the first steps (compilation, warm-up)
+    if st.step > 10:
+        st.total_training_time += dt  # skip the first steps (compilation, warm-up)
     tok_per_sec = cfg.total_batch_size / dt
-    mfu = 100 * run.num_flops_per_token * tok_per_sec / run.peak_flops
+    run.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
     done = min(st.progress, 1.0)
     eta = (time.time() - run.t_start) / max(done - run.start_progress, 1e-9) * (1 - done)
     bar = f"[{'#' * int(20 * done):<20}] " if sys.stdout.isatty() else ""
     print0(f"{bar}step {st.step:05d} ({100 * done:.1f}%) | loss: {smooth:.4f} | lrm: {lrm:.2f} | dt: {dt * 1000:.0f}ms "
-           f"| tok/sec: {tok_per_sec:,.0f} | mfu: {mfu:.2f}% | epoch: {run.consumed_state['epoch']} "
-           f"| mem: {_memory_mb(run.device_type):,.0f}MB | eta: {eta / 60:.1f}m")
+           f"| tok/sec: {tok_per_sec:,.0f} | mfu: {run.mfu:.2f}% | epoch: {run.consumed_state['epoch']} "
+           f"| mem: {peak_memory_mb(run.device_type):,.0f}MB | eta: {eta / 60:.1f}m")
     run.wandb.log({"step": st.step, "train/loss": smooth, "train/lrm": lrm, "train/tok_per_sec": tok_per_sec,
-                   "train/mfu": mfu})
+                   "train/mfu": run.mfu})
     return smooth
 
 def evaluate_val_bpb(run):
@@ -278,7 +333,8 @@ def save(run):
     from nanochat.checkpoint_manager import save_checkpoint
     st, cfg = run.state, run.cfg
     states = [run.consumed_state] * run.world_size  # each rank's exact data position
-    if run.ddp: dist.all_gather_object(states, run.consumed_state)
+    if run.ddp:
+        dist.all_gather_object(states, run.consumed_state)
     loop_state = {k: v for k, v in asdict(st).items() if k not in ("step", "val_bpb")}
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": asdict(run.orig_model.config),
             "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
@@ -289,23 +345,28 @@ def save(run):
 
 # %% ../../nbs/27_mid_train.ipynb #39023193
 def train(cfg, on_step=None, datasets=None):
-    "Run the midtraining loop for `cfg`; returns the `Run`"
+    "Run the midtraining loop for `cfg`; returns the `MidRun`"
     run = setup(cfg, datasets)
     st = run.state
     run.start_step, run.start_progress, run.t_start = st.step, st.progress, time.time()
     horizon = f"one epoch of {len(run.train_ds):,} conversations"
-    if run.num_iterations > 0: horizon = f"{run.num_iterations:,} steps"
+    if run.num_iterations > 0:
+        horizon = f"{run.num_iterations:,} steps"
     print0(f"{horizon} | {cfg.total_batch_size:,} tokens per step | grad accum {run.grad_accum_steps} "
            f"| pack: {cfg.pack} | loss on {'assistant tokens' if cfg.loss_mask else 'every token'}")
     while True:
         last_step = st.step == run.num_iterations if run.num_iterations > 0 else run.epoch_done
-        if _due(cfg.eval_every, st.step, last_step): evaluate_val_bpb(run)
-        if not cfg.dry_run and (last_step or (st.step > 0 and st.step != cfg.resume_from_step
-                                              and _due(cfg.save_every, st.step, False))): save(run)
-        if last_step: break
+        if due(cfg.eval_every, st.step, last_step):
+            evaluate_val_bpb(run)
+        periodic = st.step > 0 and st.step != cfg.resume_from_step and due(cfg.save_every, st.step, False)
+        if not cfg.dry_run and (last_step or periodic):
+            save(run)
+        if last_step:
+            break
         loss, dt, lrm = train_step(run)
         log_step(run, loss, dt, lrm)
-        if on_step is not None: on_step(run)
+        if on_step is not None:
+            on_step(run)
         st.step += 1
     return run
 
@@ -331,7 +392,8 @@ def main(argv=None):
     "The mid_train script"
     cfg = parse_config(MidConfig, argv, description="Midtrain a base model on a mixture of conversations")
     run = train(cfg)
-    if run.master and not cfg.dry_run: report_training(run)
+    if run.master and not cfg.dry_run:
+        report_training(run)
     where = "" if cfg.dry_run else f" | checkpoint in {run.checkpoint_dir}"
     print0(f"Minimum validation bpb: {run.state.min_val_bpb:.4f}{where}")
     run.wandb.finish()
