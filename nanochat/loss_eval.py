@@ -19,7 +19,8 @@ def evaluate_bpb(model, batches, steps, token_bytes):
     total_bytes = torch.tensor(0, dtype=torch.int64, device=device)
     batch_iter = iter(batches)
     for step in range(steps):
-        try: x, y = next(batch_iter)[:2]
+        try:
+            x, y = next(batch_iter)[:2]
         except StopIteration:
             raise ValueError(f"evaluate_bpb: the loader ran out after {step} of {steps} steps") from None
         loss = model(x, y, loss_reduction='none').view(-1).float()  # (B*T,) nats per target token
@@ -32,5 +33,6 @@ def evaluate_bpb(model, batches, steps, token_bytes):
         dist.all_reduce(total_nats, op=dist.ReduceOp.SUM)
         dist.all_reduce(total_bytes, op=dist.ReduceOp.SUM)
     total_nats, total_bytes = total_nats.item(), total_bytes.item()
-    if total_bytes == 0: raise ValueError("evaluate_bpb: no target byte was counted (all targets special or ignored)")
+    if total_bytes == 0:
+        raise ValueError("evaluate_bpb: no target byte was counted (all targets special or ignored)")
     return total_nats / (math.log(2) * total_bytes)

@@ -12,6 +12,7 @@ import os, copy, json, html, pickle
 import torch
 import rustbpe
 import tiktoken
+from fastcore.basics import patch  # methods written in later cells join their class
 from .common import get_base_dir, atomic_write
 
 # %% ../nbs/01_tokenizer.ipynb #e05a9769
@@ -25,7 +26,8 @@ SPECIAL_TOKENS = [
 ]
 
 # GPT-4's split pattern, except that numbers are chunked into groups of 1-2 digits instead of 1-3
-SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+SPLIT_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}|"""
+                 r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""")
 
 # %% ../nbs/01_tokenizer.ipynb #5d2bcb16
 class BaseTokenizer:
@@ -56,12 +58,15 @@ class BaseTokenizer:
         "Ids of a string, or a list of id lists for a list of strings; specials come only from prepend/append"
         pre = [] if prepend is None else [prepend if isinstance(prepend, int) else self.encode_special(prepend)]
         post = [] if append is None else [append if isinstance(append, int) else self.encode_special(append)]
-        if isinstance(text, str): return pre + self._encode_ordinary(text) + post
-        if isinstance(text, list): return [pre + ids + post for ids in self._encode_ordinary_batch(text, num_threads)]
+        if isinstance(text, str):
+            return pre + self._encode_ordinary(text) + post
+        if isinstance(text, list):
+            return [pre + ids + post for ids in self._encode_ordinary_batch(text, num_threads)]
         raise ValueError(f"encode expects a str or a list of str, got {type(text).__name__}")
 
     # --- chat format, defined in the "Conversations" section below ---
-    def render_conversation(self, conversation, max_tokens=2048): return _render_conversation(self, conversation, max_tokens)
+    def render_conversation(self, conversation, max_tokens=2048):
+        return _render_conversation(self, conversation, max_tokens)
     def render_for_completion(self, conversation): return _render_for_completion(self, conversation)
     def visualize_tokenization(self, ids, mask, with_token_id=False):
         return _visualize_tokenization(self, ids, mask, with_token_id)
@@ -77,14 +82,17 @@ class CharLevelTokenizer(BaseTokenizer):
 
     @classmethod
     def train_from_iterator(cls, text_iterator, vocab_size=None):
-        if vocab_size is not None and vocab_size != 256 + len(SPECIAL_TOKENS):
-            raise ValueError(f"a char-level vocabulary is fixed at {256 + len(SPECIAL_TOKENS)} tokens, got {vocab_size}")
+        fixed_size = 256 + len(SPECIAL_TOKENS)
+        if vocab_size is not None and vocab_size != fixed_size:
+            raise ValueError(f"a char-level vocabulary is fixed at {fixed_size} tokens, got {vocab_size}")
         return cls()  # nothing to learn
 
     @classmethod
     def from_directory(cls, tokenizer_dir):
-        with open(os.path.join(tokenizer_dir, cls.filename)) as f: meta = json.load(f)
-        if meta.get("special_tokens") != SPECIAL_TOKENS: raise ValueError(f"{tokenizer_dir} holds different special tokens")
+        with open(os.path.join(tokenizer_dir, cls.filename)) as f:
+            meta = json.load(f)
+        if meta.get("special_tokens") != SPECIAL_TOKENS:
+            raise ValueError(f"{tokenizer_dir} holds different special tokens")
         return cls()
 
     def save(self, tokenizer_dir):
@@ -94,23 +102,28 @@ class CharLevelTokenizer(BaseTokenizer):
     def get_vocab_size(self): return 256 + len(SPECIAL_TOKENS)
     def get_special_tokens(self): return list(SPECIAL_TOKENS)
     def encode_special(self, text):
-        if text not in self.special_ids: raise ValueError(f"{text!r} is not a special token (known: {SPECIAL_TOKENS})")
+        if text not in self.special_ids:
+            raise ValueError(f"{text!r} is not a special token (known: {SPECIAL_TOKENS})")
         return self.special_ids[text]
     def id_to_bytes(self, id): return bytes([id]) if id < 256 else self.special_names[id].encode('utf-8')
     def _encode_ordinary(self, text): return list(text.encode('utf-8'))
 
 # %% ../nbs/01_tokenizer.ipynb #8923d727
-def _char_decode(self, ids):
+@patch
+def decode(self: CharLevelTokenizer, ids):
     "Bytes -> text; special ids become their names"
     out, buf = [], bytearray()
     for i in ids:
-        if not 0 <= i < self.get_vocab_size(): raise ValueError(f"token id {i} is out of range [0, {self.get_vocab_size()})")
-        if i < 256: buf.append(i); continue
-        out.append(buf.decode('utf-8', errors='replace')); buf = bytearray()
+        if not 0 <= i < self.get_vocab_size():
+            raise ValueError(f"token id {i} is out of range [0, {self.get_vocab_size()})")
+        if i < 256:
+            buf.append(i)
+            continue
+        out.append(buf.decode('utf-8', errors='replace'))
+        buf = bytearray()
         out.append(self.special_names[i])
     out.append(buf.decode('utf-8', errors='replace'))
     return ''.join(out)
-CharLevelTokenizer.decode = _char_decode
 
 # %% ../nbs/01_tokenizer.ipynb #ed0691d6
 def _tiktoken_from_rustbpe(tok, name="rustbpe"):
@@ -125,12 +138,16 @@ def load_tiktoken_offline(name):
     import tiktoken.load
     real_read_file = tiktoken.load.read_file
     def no_download(blobpath):
-        if "://" in blobpath: raise OSError(f"{blobpath} is not in tiktoken's local cache")
+        if "://" in blobpath:
+            raise OSError(f"{blobpath} is not in tiktoken's local cache")
         return real_read_file(blobpath)
     tiktoken.load.read_file = no_download
-    try: return tiktoken.get_encoding(name)
-    except Exception: return None
-    finally: tiktoken.load.read_file = real_read_file
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception:
+        return None
+    finally:
+        tiktoken.load.read_file = real_read_file
 
 # %% ../nbs/01_tokenizer.ipynb #33652d60
 class RustBPETokenizer(BaseTokenizer):
@@ -151,14 +168,16 @@ class RustBPETokenizer(BaseTokenizer):
 
     @classmethod
     def from_directory(cls, tokenizer_dir):
-        with open(os.path.join(tokenizer_dir, cls.filename), "rb") as f: return cls(pickle.load(f))
+        with open(os.path.join(tokenizer_dir, cls.filename), "rb") as f:
+            return cls(pickle.load(f))
 
     @classmethod
     def from_pretrained(cls, tiktoken_name):
         "OpenAI's encodings ('gpt2', 'cl100k_base'), only if tiktoken has them cached locally"
         enc = load_tiktoken_offline(tiktoken_name)
         if enc is None:
-            raise FileNotFoundError(f"tiktoken encoding {tiktoken_name!r} is not cached locally (and we never download)")
+            raise FileNotFoundError(f"tiktoken encoding {tiktoken_name!r} is not cached locally "
+                                    "(and we never download)")
         return cls(enc, "<|endoftext|>")  # OpenAI's document delimiter plays the role of <|bos|>
 
     def save(self, tokenizer_dir):
@@ -173,7 +192,8 @@ class RustBPETokenizer(BaseTokenizer):
     def id_to_bytes(self, id): return self.enc.decode_single_token_bytes(id)
     def decode(self, ids): return self.enc.decode(ids)
     def _encode_ordinary(self, text): return self.enc.encode_ordinary(text)
-    def _encode_ordinary_batch(self, texts, num_threads): return self.enc.encode_ordinary_batch(texts, num_threads=num_threads)
+    def _encode_ordinary_batch(self, texts, num_threads):
+        return self.enc.encode_ordinary_batch(texts, num_threads=num_threads)
 
 # %% ../nbs/01_tokenizer.ipynb #f52ec4a3
 def _byte_level_chars():
@@ -181,7 +201,10 @@ def _byte_level_chars():
     bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + list(range(ord('®'), ord('ÿ') + 1))
     cs, n = bs[:], 0
     for b in range(256):
-        if b not in bs: bs.append(b); cs.append(256 + n); n += 1
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
     return {chr(c): b for b, c in zip(bs, cs)}
 
 def _hf_tokenizer_for_training(vocab_size):
@@ -227,7 +250,8 @@ class HuggingFaceTokenizer(BaseTokenizer):
     def get_vocab_size(self): return self.tokenizer.get_vocab_size()
     def get_special_tokens(self): return list(self._specials)
     def encode_special(self, text):
-        if text not in self._specials: raise ValueError(f"{text!r} is not a special token (known: {self._specials})")
+        if text not in self._specials:
+            raise ValueError(f"{text!r} is not a special token (known: {self._specials})")
         return self.tokenizer.token_to_id(text)
     def id_to_bytes(self, id):
         token = self.tokenizer.id_to_token(id)
@@ -274,7 +298,8 @@ def _chat_messages(conversation):
 
 def _assistant_parts(content):
     "(type, text) pairs of an assistant message's content; a plain string is a single text part"
-    if isinstance(content, str): return [("text", content)]
+    if isinstance(content, str):
+        return [("text", content)]
     if not isinstance(content, list) or not content:
         raise ValueError(f"assistant content must be a string or a non-empty list of parts, got {content!r:.80}")
     parts = []
@@ -282,7 +307,8 @@ def _assistant_parts(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("text", "python", "python_output"):
             raise ValueError(f"unknown assistant part type {kind!r} (expected text, python or python_output)")
-        if not isinstance(part.get("text"), str): raise ValueError(f"assistant part {kind!r} needs a string 'text'")
+        if not isinstance(part.get("text"), str):
+            raise ValueError(f"assistant part {kind!r} needs a string 'text'")
         parts.append((kind, part["text"]))
     return parts
 
@@ -291,7 +317,8 @@ def _render_conversation(tokenizer, conversation, max_tokens=2048):
     "Ids and training mask (1 = the assistant produces this token) of a conversation, truncated to max_tokens"
     ids, mask = [], []
     def add(token_ids, mask_val):
-        ids.extend(token_ids); mask.extend([mask_val] * len(token_ids))
+        ids.extend(token_ids)
+        mask.extend([mask_val] * len(token_ids))
     S = tokenizer.encode_special
     add([tokenizer.get_bos_token_id()], 0)
     for message in _chat_messages(conversation):
@@ -300,9 +327,12 @@ def _render_conversation(tokenizer, conversation, max_tokens=2048):
             continue
         add([S("<|assistant_start|>")], 0)
         for kind, text in _assistant_parts(message["content"]):
-            if kind == "text": add(tokenizer.encode(text), 1)
-            elif kind == "python": add([S("<|python_start|>")] + tokenizer.encode(text) + [S("<|python_end|>")], 1)
-            else: add([S("<|output_start|>")] + tokenizer.encode(text) + [S("<|output_end|>")], 0)  # written by the tool
+            if kind == "text":
+                add(tokenizer.encode(text), 1)
+            elif kind == "python":
+                add([S("<|python_start|>")] + tokenizer.encode(text) + [S("<|python_end|>")], 1)
+            else:
+                add([S("<|output_start|>")] + tokenizer.encode(text) + [S("<|output_end|>")], 0)  # written by the tool
         add([S("<|assistant_end|>")], 1)
     return ids[:max_tokens], mask[:max_tokens]
 
@@ -323,7 +353,8 @@ def _visualize_tokenization(tokenizer, ids, mask, with_token_id=False):
     out = []
     for token_id, mask_val in zip(ids, mask):
         out.append(f"{GREEN if mask_val == 1 else RED}{tokenizer.id_to_token(token_id)}{RESET}")
-        if with_token_id: out.append(f"{GRAY}({token_id}){RESET}")
+        if with_token_id:
+            out.append(f"{GRAY}({token_id}){RESET}")
     return '|'.join(out)
 
 def tokens_html(tokenizer, ids, mask=None):
@@ -333,17 +364,20 @@ def tokens_html(tokenizer, ids, mask=None):
     for k, token_id in enumerate(ids):
         color = palette[k % len(palette)] if mask is None else ('#bbf7d0' if mask[k] else '#fecaca')
         text = html.escape(tokenizer.id_to_token(token_id)).replace('\n', '↵\n')
-        spans.append(f'<span title="{token_id}" style="background:{color};border-radius:3px;margin-right:1px">{text}</span>')
+        style = f"background:{color};border-radius:3px;margin-right:1px"
+        spans.append(f'<span title="{token_id}" style="{style}">{text}</span>')
     return '<div style="font-family:monospace;white-space:pre-wrap;line-height:1.9">' + ''.join(spans) + '</div>'
 
 # %% ../nbs/01_tokenizer.ipynb #ec41f4d6
-TOKENIZER_CLASSES = [RustBPETokenizer, HuggingFaceTokenizer, CharLevelTokenizer]  # tried in this order by load_tokenizer
+# tried in this order by load_tokenizer
+TOKENIZER_CLASSES = [RustBPETokenizer, HuggingFaceTokenizer, CharLevelTokenizer]
 _TRAIN_HINT = "train one with `python -m nanochat.scripts.tok_train`"
 
 def load_tokenizer(tokenizer_dir):
     "Load the tokenizer saved in `tokenizer_dir`, whichever implementation wrote it"
     for cls in TOKENIZER_CLASSES:
-        if os.path.exists(os.path.join(tokenizer_dir, cls.filename)): return cls.from_directory(tokenizer_dir)
+        if os.path.exists(os.path.join(tokenizer_dir, cls.filename)):
+            return cls.from_directory(tokenizer_dir)
     raise FileNotFoundError(f"no tokenizer found in {tokenizer_dir}: {_TRAIN_HINT}")
 
 def get_tokenizer():
@@ -353,5 +387,7 @@ def get_tokenizer():
 def get_token_bytes(device="cpu"):
     "The byte length of each token id (`token_bytes.pt`), used to compute bits per byte"
     path = os.path.join(get_base_dir(), "tokenizer", "token_bytes.pt")
-    if not os.path.exists(path): raise FileNotFoundError(f"token bytes not found at {path}: {_TRAIN_HINT}")
-    with open(path, "rb") as f: return torch.load(f, map_location=device)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"token bytes not found at {path}: {_TRAIN_HINT}")
+    with open(path, "rb") as f:
+        return torch.load(f, map_location=device)

@@ -9,11 +9,13 @@ __all__ = ['PROSE_TEXT', 'CODE_TEXT', 'MATH_TEXT', 'KOREAN_TEXT', 'CHINESE_TEXT'
 # %% ../../nbs/22_tok_eval.ipynb #aded0f9a
 from dataclasses import dataclass
 from ..common import parse_config, print0, in_notebook
-from ..tokenizer import CharLevelTokenizer, RustBPETokenizer, get_tokenizer, load_tokenizer, load_tiktoken_offline
+from ..tokenizer import (
+    CharLevelTokenizer, RustBPETokenizer, get_tokenizer, load_tokenizer, load_tiktoken_offline)
 from ..report import get_report
 
 # %% ../../nbs/22_tok_eval.ipynb #8799dee4
-PROSE_TEXT = """The city council met on Tuesday evening to discuss the new public library, which is expected to open in the
+PROSE_TEXT = """\
+The city council met on Tuesday evening to discuss the new public library, which is expected to open in the
 spring of 2027. After two hours of debate, members voted 7 to 2 to approve an additional $1.4 million for the
 children's wing, citing strong demand from local schools. "Reading rooms are where a town meets itself," said one
 councillor, who added that the building would also host evening classes in languages, programming and bookkeeping."""
@@ -38,14 +40,15 @@ class PairCounter:
         self.counts[pair] = self.counts.get(pair, 0) + n
 '''
 
-MATH_TEXT = r"""\begin{theorem}
+MATH_TEXT = (r"""\begin{theorem}
 For every integer $n \ge 1$, $\sum_{k=1}^{n} (2k-1) = n^2$.
 \end{theorem}
 \begin{proof}
 By induction on $n$. For $n = 1$ both sides equal $1$. If $\sum_{k=1}^{n} (2k-1) = n^2$, then
 \[ \sum_{k=1}^{n+1} (2k-1) = n^2 + 2(n+1) - 1 = n^2 + 2n + 1 = (n+1)^2. \]
 \end{proof}
-The geometric series $\sum_{k=0}^{\infty} x^k = \frac{1}{1-x}$ converges for $|x| < 1$, and $\int_0^1 x^2 \, dx = \tfrac{1}{3}$."""
+The geometric series $\sum_{k=0}^{\infty} x^k = \frac{1}{1-x}$ converges for $|x| < 1$, """
+             r"""and $\int_0^1 x^2 \, dx = \tfrac{1}{3}$.""")
 
 KOREAN_TEXT = """토크나이저는 텍스트를 작은 조각으로 나누고 각 조각에 번호를 붙입니다. 언어 모델은 이 번호들의 순서를 보고
 다음에 올 번호를 예측하도록 학습합니다. 영어로 학습된 토크나이저는 한국어 문장을 훨씬 더 많은 토큰으로 나누는 경우가
@@ -54,7 +57,8 @@ KOREAN_TEXT = """토크나이저는 텍스트를 작은 조각으로 나누고 �
 CHINESE_TEXT = """分词器把文本切成小片段，并给每个片段分配一个编号。语言模型读取这些编号的序列，并学习预测下一个编号。
 主要用英文训练的分词器通常会把中文句子切成更多的词元，因此同样的内容会占用更长的上下文。"""
 
-SAMPLE_TEXTS = [("prose", PROSE_TEXT), ("code", CODE_TEXT), ("math", MATH_TEXT), ("korean", KOREAN_TEXT), ("chinese", CHINESE_TEXT)]
+SAMPLE_TEXTS = [("prose", PROSE_TEXT), ("code", CODE_TEXT), ("math", MATH_TEXT),
+                ("korean", KOREAN_TEXT), ("chinese", CHINESE_TEXT)]
 
 # %% ../../nbs/22_tok_eval.ipynb #ffedf149
 def dataset_texts():
@@ -62,10 +66,13 @@ def dataset_texts():
     from nanochat.dataset import parquets_iter_batched
     out = []
     for split in ("train", "val"):
-        try: docs = next(parquets_iter_batched(split=split), [])
+        try:
+            docs = next(parquets_iter_batched(split=split), [])
         except (FileNotFoundError, ValueError) as e:
-            print0(f"{split} shard: skipped ({e})"); continue
-        if docs: out.append((f"{split}-shard", "\n".join(docs)))
+            print0(f"{split} shard: skipped ({e})")
+            continue
+        if docs:
+            out.append((f"{split}-shard", "\n".join(docs)))
     return out
 
 # %% ../../nbs/22_tok_eval.ipynb #220651ce
@@ -74,7 +81,8 @@ def compression(tokenizer, texts):
     out = {}
     for name, text in texts:
         ids = tokenizer.encode(text)
-        if tokenizer.decode(ids) != text: raise RuntimeError(f"round trip failed on {name!r}")
+        if tokenizer.decode(ids) != text:
+            raise RuntimeError(f"round trip failed on {name!r}")
         nbytes = len(text.encode("utf-8"))
         out[name] = {"bytes": nbytes, "tokens": len(ids), "ratio": nbytes / max(len(ids), 1)}
     return out
@@ -98,16 +106,20 @@ class TokEvalConfig:
 def main(argv=None):
     "Print (and report) bytes per token of our tokenizer, the byte baseline and cached GPT-2/GPT-4 encodings"
     cfg = parse_config(TokEvalConfig, argv)
-    tokenizers = {"char": CharLevelTokenizer(), "ours": load_tokenizer(cfg.tokenizer_dir) if cfg.tokenizer_dir else get_tokenizer()}
+    ours = load_tokenizer(cfg.tokenizer_dir) if cfg.tokenizer_dir else get_tokenizer()
+    tokenizers = {"char": CharLevelTokenizer(), "ours": ours}
     for name, tiktoken_name in [("gpt2", "gpt2"), ("gpt4", "cl100k_base")]:
         enc = load_tiktoken_offline(tiktoken_name)
-        if enc is None: print0(f"{name}: skipped (tiktoken's {tiktoken_name!r} is not in its local cache, and we never download)")
-        else: tokenizers[name] = RustBPETokenizer(enc, "<|endoftext|>")
+        if enc is None:
+            print0(f"{name}: skipped (tiktoken's {tiktoken_name!r} is not in its local cache, and we never download)")
+        else:
+            tokenizers[name] = RustBPETokenizer(enc, "<|endoftext|>")
     texts = SAMPLE_TEXTS + dataset_texts()
     results = {name: compression(tok, texts) for name, tok in tokenizers.items()}
     table = comparison_table(results, {name: tok.get_vocab_size() for name, tok in tokenizers.items()})
-    print0("Compression ratio = bytes per token (higher is better)\n" + table)
-    get_report().log(section="Tokenizer evaluation", data=["Compression ratio = bytes per token (higher is better)\n", table + "\n"])
+    header = "Compression ratio = bytes per token (higher is better)\n"
+    print0(header + table)
+    get_report().log(section="Tokenizer evaluation", data=[header, table + "\n"])
     return results
 
 if __name__ == '__main__' and not in_notebook():

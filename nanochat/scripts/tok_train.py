@@ -28,12 +28,15 @@ def text_iterator(batches, max_chars, doc_cap, stats=None):
     for batch in batches:
         for doc in batch:
             doc = doc[:doc_cap]
-            stats['docs'] += 1; stats['chars'] += len(doc)
+            stats['docs'] += 1
+            stats['chars'] += len(doc)
             yield doc
-            if stats["chars"] > max_chars: return
+            if stats["chars"] > max_chars:
+                return
 
 # %% ../../nbs/21_tok_train.ipynb #a4cd95b0
-SANITY_TEXT = "Hello world! This is a test.\nNumbers: 123, 4567, 89\nContractions: I'm, you're, it's\nSpecial chars: @#$%^&*()\nUnicode: 你好世界 🌍"
+SANITY_TEXT = ("Hello world! This is a test.\nNumbers: 123, 4567, 89\nContractions: I'm, you're, it's\n"
+               "Special chars: @#$%^&*()\nUnicode: 你好世界 🌍")
 
 def main(argv=None):
     "Train the tokenizer and write it, and token_bytes.pt, to <base_dir>/tokenizer"
@@ -50,7 +53,8 @@ def main(argv=None):
         print0(f"Note: the corpus only supported {tokenizer.get_vocab_size():,} tokens (asked for {cfg.vocab_size:,})")
     tokenizer_dir = os.path.join(get_base_dir(), "tokenizer")
     tokenizer.save(tokenizer_dir)
-    if tokenizer.decode(tokenizer.encode(SANITY_TEXT)) != SANITY_TEXT: raise RuntimeError("tokenizer round trip failed")
+    if tokenizer.decode(tokenizer.encode(SANITY_TEXT)) != SANITY_TEXT:
+        raise RuntimeError("tokenizer round trip failed")
     token_bytes = save_token_bytes(tokenizer, tokenizer_dir)
     print0(f"Saved tokenizer and token_bytes.pt to {tokenizer_dir}")
     nonzero = token_bytes[token_bytes > 0].float()
