@@ -10,9 +10,9 @@ __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info
            'get_mfu', 'ddp_allreduce_check', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
-import os, re, sys, json, time, logging, argparse, tempfile, functools, contextlib
+import os, re, sys, time, logging, argparse, tempfile, functools, contextlib
 import dataclasses
-from dataclasses import dataclass, fields, MISSING
+from dataclasses import fields, MISSING
 from typing import get_type_hints
 import torch
 import torch.distributed as dist
@@ -20,7 +20,8 @@ import torch.distributed as dist
 # %% ../nbs/00_common.ipynb #eed92c85
 class ColoredFormatter(logging.Formatter):
     "Log formatter that colours the level name and highlights numbers"
-    COLORS = {'DEBUG': '\033[36m', 'INFO': '\033[32m', 'WARNING': '\033[33m', 'ERROR': '\033[31m', 'CRITICAL': '\033[35m'}
+    COLORS = {'DEBUG': '\033[36m', 'INFO': '\033[32m', 'WARNING': '\033[33m', 'ERROR': '\033[31m',
+              'CRITICAL': '\033[35m'}
     RESET, BOLD = '\033[0m', '\033[1m'
 
     def format(self, record):
@@ -37,7 +38,8 @@ class ColoredFormatter(logging.Formatter):
 def setup_default_logging(level=logging.INFO):
     "Configure the root logger once with a coloured stream handler"
     root = logging.getLogger()
-    if any(isinstance(h.formatter, ColoredFormatter) for h in root.handlers): return
+    if any(isinstance(h.formatter, ColoredFormatter) for h in root.handlers):
+        return
     handler = logging.StreamHandler()
     handler.setFormatter(ColoredFormatter('%(asctime)s - %(name)s - %(levelname)s - %(message)s'))
     logging.basicConfig(level=level, handlers=[handler], force=True)
@@ -57,13 +59,15 @@ def is_ddp():
 
 def in_notebook():
     "True inside IPython/Jupyter, so that exported `if __name__ == '__main__'` blocks do not fire there"
-    if 'IPython' not in sys.modules: return False
+    if 'IPython' not in sys.modules:
+        return False
     from IPython import get_ipython
     return get_ipython() is not None
 
 def print0(*args, **kwargs):
     "`print` on rank 0 only"
-    if int(os.environ.get('RANK', 0)) == 0: print(*args, **kwargs)
+    if int(os.environ.get('RANK', 0)) == 0:
+        print(*args, **kwargs)
 
 # %% ../nbs/00_common.ipynb #5e0937c3
 def get_base_dir():
@@ -86,15 +90,18 @@ def atomic_write(path, write_fn, mode='wb'):
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp): os.remove(tmp)
+        if os.path.exists(tmp):
+            os.remove(tmp)
         raise
     return path
 
 # %% ../nbs/00_common.ipynb #fab7aad8
 def autodetect_device_type():
     "Best available device type: cuda > mps > cpu"
-    if torch.cuda.is_available(): return 'cuda'
-    if hasattr(torch.backends, 'mps') and torch.backends.mps.is_available(): return 'mps'
+    if torch.cuda.is_available():
+        return 'cuda'
+    if hasattr(torch.backends, 'mps') and torch.backends.mps.is_available():
+        return 'mps'
     return 'cpu'
 
 _DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16,
@@ -103,13 +110,15 @@ _DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bf
 def parse_dtype(name, what='dtype'):
     "A torch dtype from its name (`float32`, `bf16`, ...); a clear error naming `what` otherwise"
     key = str(name).strip().lower().replace('torch.', '')
-    if key not in _DTYPES: raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
+    if key not in _DTYPES:
+        raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
     return _DTYPES[key]
 
 def get_compute_dtype(device_type=None):
     "Compute dtype: env `NANOCHAT_DTYPE` if set, else bf16 on CUDA sm80+, else fp32"
     env = os.environ.get('NANOCHAT_DTYPE', '').strip()
-    if env: return parse_dtype(env, 'NANOCHAT_DTYPE')
+    if env:
+        return parse_dtype(env, 'NANOCHAT_DTYPE')
     device_type = device_type or autodetect_device_type()
     if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
         return torch.bfloat16
@@ -120,7 +129,8 @@ def autocast_ctx(device_type=None, dtype=None):
     "The precision policy, wrapped around every forward: autocast to the compute dtype, or a no-op for fp32"
     device_type = device_type or autodetect_device_type()
     dtype = dtype or get_compute_dtype(device_type)
-    if dtype == torch.float32: return contextlib.nullcontext()  # fp32 weights, fp32 compute: nothing to do
+    if dtype == torch.float32:
+        return contextlib.nullcontext()  # fp32 weights, fp32 compute: nothing to do
     return torch.amp.autocast(device_type=device_type, dtype=dtype)
 
 # %% ../nbs/00_common.ipynb #77b80c2b
@@ -135,7 +145,9 @@ def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
             a @ b  # warm up
             t = float('inf')
             for _ in range(3):
-                t0 = time.perf_counter(); a @ b; t = min(t, time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                a @ b
+                t = min(t, time.perf_counter() - t0)
             return t
         return best(torch.float32) / best(torch.bfloat16) >= ratio
     finally:
@@ -156,12 +168,15 @@ def compute_init(device_type=''):
     if ddp and device_type == 'cuda':
         device = torch.device('cuda', local_rank)
         torch.cuda.set_device(device)
-        if not dist.is_initialized(): dist.init_process_group(backend='nccl', device_id=device)
+        if not dist.is_initialized():
+            dist.init_process_group(backend='nccl', device_id=device)
         dist.barrier()
     else:
         device = torch.device(device_type)
-        if ddp and not dist.is_initialized(): dist.init_process_group(backend='gloo')
-    if rank == 0: logger.info(f"Distributed world size: {world_size}, device: {device}")
+        if ddp and not dist.is_initialized():
+            dist.init_process_group(backend='gloo')
+    if rank == 0:
+        logger.info(f"Distributed world size: {world_size}, device: {device}")
     return ddp, rank, local_rank, world_size, device
 
 def compute_cleanup():
@@ -173,33 +188,41 @@ def compute_cleanup():
 # %% ../nbs/00_common.ipynb #db4f2d29
 def str2bool(s):
     "Parse a command-line boolean: true/false, yes/no, on/off, 1/0"
-    if isinstance(s, bool): return s
+    if isinstance(s, bool):
+        return s
     v = str(s).strip().lower()
-    if v in ('1', 'true', 't', 'yes', 'y', 'on'): return True
-    if v in ('0', 'false', 'f', 'no', 'n', 'off'): return False
+    if v in ('1', 'true', 't', 'yes', 'y', 'on'):
+        return True
+    if v in ('0', 'false', 'f', 'no', 'n', 'off'):
+        return False
     raise argparse.ArgumentTypeError(f"expected a boolean (true/false, yes/no, 1/0), got {s!r}")
 
 # %% ../nbs/00_common.ipynb #ac2d9353
 def _field_comments(cls):
     "Map field name -> trailing `# comment` from the dataclass source"
     import inspect, linecache
-    try: src = inspect.getsource(cls)
+    try:
+        src = inspect.getsource(cls)
     except (OSError, TypeError):  # defined in a notebook cell: look for it in IPython's line cache
         src = next((''.join(lines) for _, _, lines, _ in reversed(list(linecache.cache.values()))
                     if f'class {cls.__name__}' in ''.join(lines)), '')
     out = {}
     for line in src.splitlines():
         m = re.match(r'\s+(\w+)\s*:[^#]*#\s*(.*)$', line)
-        if m: out[m.group(1)] = m.group(2).strip()
+        if m:
+            out[m.group(1)] = m.group(2).strip()
     return out
 
 def _argtype(tp):
     "argparse `type=` for a field annotation"
-    if tp is bool: return str2bool
-    if tp in (int, float, str): return tp
+    if tp is bool:
+        return str2bool
+    if tp in (int, float, str):
+        return tp
     args = getattr(tp, '__args__', ())  # Optional[X] -> X
     real = [a for a in args if a is not type(None)]
-    if len(real) == 1: return _argtype(real[0])
+    if len(real) == 1:
+        return _argtype(real[0])
     return str
 
 # %% ../nbs/00_common.ipynb #154c93cf
@@ -209,9 +232,12 @@ def config_parser(cls, description=None):
     p = argparse.ArgumentParser(description=description or (cls.__doc__ or '').strip(),
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     for f in fields(cls):
-        default = f.default if f.default is not MISSING else (f.default_factory() if f.default_factory is not MISSING else None)
+        default = f.default
+        if default is MISSING:
+            default = f.default_factory() if f.default_factory is not MISSING else None
         kw = dict(type=_argtype(hints[f.name]), default=default, help=f.metadata.get('help', comments.get(f.name, ' ')))
-        if hints[f.name] is bool: kw.update(nargs='?', const=True, metavar='BOOL')
+        if hints[f.name] is bool:
+            kw.update(nargs='?', const=True, metavar='BOOL')
         p.add_argument('--' + f.name.replace('_', '-'), dest=f.name, **kw)
     return p
 
@@ -242,9 +268,12 @@ class DummyWandb:
 
 def get_wandb(run='dummy', master_process=True, **init_kwargs):
     "A real wandb run when `run` is not 'dummy' (rank 0 only), else a `DummyWandb`"
-    if run == 'dummy' or not master_process: return DummyWandb()
-    try: import wandb
-    except ImportError as e: raise ImportError("--run was set but wandb is not installed: `pip install wandb`, or use --run=dummy") from e
+    if run == 'dummy' or not master_process:
+        return DummyWandb()
+    try:
+        import wandb
+    except ImportError as e:
+        raise ImportError("--run was set but wandb is not installed: `pip install wandb`, or use --run=dummy") from e
     return wandb.init(name=run, **init_kwargs)
 
 # %% ../nbs/00_common.ipynb #8c87c5f1
@@ -252,21 +281,26 @@ def measure_matmul_flops(n=1024, dtype=torch.float32, device='cpu', iters=5):
     "Measured matmul throughput (FLOP/s) for `n x n` matrices, best of `iters`: the peak used for CPU MFU"
     a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
     sync = torch.cuda.synchronize if torch.device(device).type == 'cuda' else (lambda: None)
-    a @ b; sync()  # warm up
+    a @ b
+    sync()  # warm up
     best = float('inf')
     for _ in range(iters):  # the best run: other processes on the machine only ever make it slower
-        t0 = time.perf_counter(); a @ b; sync()
+        t0 = time.perf_counter()
+        a @ b
+        sync()
         best = min(best, time.perf_counter() - t0)
     return 2 * n**3 / best
 
-_GPU_PEAK_BF16 = {'H200': 989e12, 'H100': 989e12, 'A100': 312e12, 'L40': 181e12, 'A10': 125e12, '4090': 165e12, '3090': 71e12}
+_GPU_PEAK_BF16 = {'H200': 989e12, 'H100': 989e12, 'A100': 312e12, 'L40': 181e12, 'A10': 125e12, '4090': 165e12,
+                  '3090': 71e12}
 
 def get_peak_flops(device_type='cpu'):
     "Peak FLOP/s of this device: a table for known GPUs, else a quick measurement"
     if device_type == 'cuda':
         name = torch.cuda.get_device_name()
         for k, v in _GPU_PEAK_BF16.items():
-            if k in name: return v
+            if k in name:
+                return v
     return measure_matmul_flops(device=device_type if device_type != 'mps' else 'cpu', iters=10)
 
 # %% ../nbs/00_common.ipynb #56fd2c50
@@ -279,19 +313,23 @@ def ddp_allreduce_check(device_type='cpu'):
     "Join the process group, all-reduce `rank + 1` and return the sum every rank sees"
     ddp, rank, local_rank, world_size, device = compute_init(device_type)
     t = torch.tensor([float(rank + 1)], device=device)
-    if ddp: dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    if ddp:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
     total = t.item()
     expected = world_size * (world_size + 1) / 2
     print(f"rank {rank}/{world_size}: all_reduce sum = {total:.0f} (expected {expected:.0f})")
     compute_cleanup()
-    if total != expected: raise RuntimeError(f"all_reduce gave {total}, expected {expected}")
+    if total != expected:
+        raise RuntimeError(f"all_reduce gave {total}, expected {expected}")
     return total
 
 # %% ../nbs/00_common.ipynb #f060ecea
 def run_torchrun(module, args=(), nproc=2, timeout=300, env=None):
-    "Run `torchrun --standalone --nproc_per_node=nproc -m module -- *args` in a subprocess; returns the CompletedProcess"
+    "Run `torchrun --standalone --nproc_per_node=nproc -m module -- *args` in a subprocess; returns the result"
     import subprocess
     env = {**os.environ, 'OMP_NUM_THREADS': '1', **(env or {})}
-    for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT'): env.pop(k, None)
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={nproc}', '-m', module, '--', *args]
+    for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT'):
+        env.pop(k, None)
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={nproc}',
+           '-m', module, '--', *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

@@ -30,9 +30,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         name = urllib.parse.unquote(self.path.split('?')[0].lstrip('/'))
         fixture.hits[name] += 1
         body = fixture.read(name)
-        if body is None: return self.send_error(404)
+        if body is None:
+            return self.send_error(404)
         failing = fixture.hits[name] <= fixture.fail_first
-        if failing and fixture.mode == '500': return self.send_error(500, 'flaky server')
+        if failing and fixture.mode == '500':
+            return self.send_error(500, 'flaky server')
         self.send_response(200)
         self.send_header('Content-Length', str(len(body)))
         self.end_headers()
@@ -50,11 +52,14 @@ class LocalServer:
 
     def read(self, name):
         "The bytes served for `name`, or None (404)"
-        if isinstance(self.files, dict): return self.files.get(name)
+        if isinstance(self.files, dict):
+            return self.files.get(name)
         root = os.path.realpath(self.files)
         path = os.path.realpath(os.path.join(root, name))
-        if not path.startswith(root + os.sep) or not os.path.isfile(path): return None  # nothing outside the directory
-        with open(path, 'rb') as f: return f.read()
+        if not path.startswith(root + os.sep) or not os.path.isfile(path):
+            return None  # nothing outside the directory
+        with open(path, 'rb') as f:
+            return f.read()
 
     def __enter__(self):
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -71,7 +76,8 @@ class AlphabetLM(torch.nn.Module):
         super().__init__()
         self.max_seq_len = max_seq_len
         self.table = torch.zeros(vocab_size, vocab_size)  # (V, V): logits of the next token given this one
-        for c in 'abcdefghijklmnopqrstuvwxy': self.table[ord(c), ord(c) + 1] = boost
+        for c in 'abcdefghijklmnopqrstuvwxy':
+            self.table[ord(c), ord(c) + 1] = boost
         self.table[ord('z'), ord(' ')] = self.table[ord(' '), ord('a')] = boost
 
     def forward(self, idx):
@@ -102,11 +108,13 @@ def write_eval_bundle(root, tasks=ALPHABET_TASKS, missing=('squad_alpha',)):
                  for label, (meta, _, _) in tasks.items()]
     icl_tasks += [dict(label=label, dataset_uri=f"handmade/{label}.jsonl", num_fewshot=[0],
                        icl_task_type='language_modeling') for label in missing]
-    with open(os.path.join(root, 'core.yaml'), 'w') as f: yaml.safe_dump({'icl_tasks': icl_tasks}, f)
+    with open(os.path.join(root, 'core.yaml'), 'w') as f:
+        yaml.safe_dump({'icl_tasks': icl_tasks}, f)
     rows = ["Eval Task,Task Category,Random baseline"]
     rows += [f"{label},handmade,{baseline}" for label, (_, _, baseline) in tasks.items()]
     rows += [f"{label},handmade,0" for label in missing]
-    with open(os.path.join(root, 'eval_meta_data.csv'), 'w') as f: f.write('\n'.join(rows) + '\n')
+    with open(os.path.join(root, 'eval_meta_data.csv'), 'w') as f:
+        f.write('\n'.join(rows) + '\n')
     for label, (_, items, _) in tasks.items():
         with open(os.path.join(root, 'eval_data', 'handmade', f"{label}.jsonl"), 'w') as f:
             f.write(''.join(json.dumps(item) + '\n' for item in items))
@@ -116,7 +124,8 @@ def write_eval_bundle(root, tasks=ALPHABET_TASKS, missing=('squad_alpha',)):
 def write_shards(data_dir, docs, docs_per_shard, row_group_size=1024, val_docs=None):
     "Write `docs` as parquet shards of `docs_per_shard` rows (then `val_docs` as the last shard); returns `data_dir`"
     shards = [docs[s:s + docs_per_shard] for s in range(0, len(docs), docs_per_shard)]
-    if val_docs is not None: shards.append(val_docs)
+    if val_docs is not None:
+        shards.append(val_docs)
     os.makedirs(data_dir, exist_ok=True)
     for i, shard in enumerate(shards):
         pq.write_table(pa.table({'text': pa.array(shard, type=pa.string())}),
@@ -135,7 +144,8 @@ def find_chromium():
 def outside_event_loop(fn, *args, **kwargs):
     "Call `fn` in a worker thread: Playwright's sync API refuses to run where an asyncio loop runs (a Jupyter kernel)"
     import concurrent.futures
-    with concurrent.futures.ThreadPoolExecutor(1) as pool: return pool.submit(fn, *args, **kwargs).result()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, *args, **kwargs).result()
 
 # %% ../nbs/00_testing.ipynb #70eb7583
 def tiny_setup(base_dir, max_chars=400_000, vocab_size=512):
