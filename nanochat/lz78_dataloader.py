@@ -34,10 +34,13 @@ def resolve_tokenizer(spec=""):
 
 def resolve_token_bytes(spec, tokenizer, tokenizer_dir, device="cpu"):
     "Byte length of each token id: `token_bytes.pt` of the tokenizer's directory (computed if an LZ78/BPE dir lacks it)"
-    if spec == "": return get_token_bytes(device=device)  # nanochat's default, with its error when missing
+    if spec == "":
+        return get_token_bytes(device=device)  # nanochat's default, with its error when missing
     path = os.path.join(tokenizer_dir, "token_bytes.pt")
-    if not os.path.exists(path): return compute_token_bytes(tokenizer).to(device)
-    with open(path, "rb") as f: return torch.load(f, map_location=device)
+    if not os.path.exists(path):
+        return compute_token_bytes(tokenizer).to(device)
+    with open(path, "rb") as f:
+        return torch.load(f, map_location=device)
 
 def resolve_token_metadata(tokenizer, tokenizer_dir, device="cpu"):
     "parent/last_byte/depth/ancestors per token id: the saved `token_metadata.pt` if any, else computed"
@@ -64,17 +67,21 @@ INDEX_FILE = "index.json"
 class TokenShardWriter:
     "Append documents (token lists, BOS first); write `shard_XXXXX.npy` files of exactly `shard_tokens` tokens"
     def __init__(self, split_dir, shard_tokens, dtype):
-        if shard_tokens < 1: raise ValueError(f"shard_tokens must be positive, got {shard_tokens}")
+        if shard_tokens < 1:
+            raise ValueError(f"shard_tokens must be positive, got {shard_tokens}")
         self.split_dir, self.shard_tokens, self.dtype = split_dir, shard_tokens, np.dtype(dtype)
-        self.buffer, self.fill = np.empty(shard_tokens, dtype=self.dtype), 0
+        self.buffer = np.empty(shard_tokens, dtype=self.dtype)
+        self.fill = 0
         self.shards, self.counts, self.doc_starts, self.docs = [], [], [], 0
         self.starts_here = 0 # documents that start in the shard being filled
         os.makedirs(split_dir, exist_ok=True)
 
     def add(self, tokens):
         "Append one document"
-        tokens, pos = np.asarray(tokens, dtype=np.int64), 0
-        if not len(tokens): raise ValueError("an empty document: each one starts with BOS")
+        tokens = np.asarray(tokens, dtype=np.int64)
+        pos = 0
+        if not len(tokens):
+            raise ValueError("an empty document: each one starts with BOS")
         if tokens.min() < 0 or tokens.max() > np.iinfo(self.dtype).max:
             raise ValueError(f"token ids {tokens.min()}..{tokens.max()} do not fit {self.dtype}")
         self.starts_here += 1
@@ -82,7 +89,8 @@ class TokenShardWriter:
             n = min(len(tokens) - pos, self.shard_tokens - self.fill)
             self.buffer[self.fill:self.fill + n] = tokens[pos:pos + n]
             self.fill, pos = self.fill + n, pos + n
-            if self.fill == self.shard_tokens: self._flush()
+            if self.fill == self.shard_tokens:
+                self._flush()
         self.docs += 1
 
     def _flush(self):
@@ -96,7 +104,8 @@ class TokenShardWriter:
 
     def close(self):
         "Write the last (shorter) shard; returns this split's entry of the index"
-        if self.fill: self._flush()
+        if self.fill:
+            self._flush()
         return {"shards": self.shards, "tokens": self.counts, "doc_starts": self.doc_starts, "docs": self.docs}
 
 def write_pretokenized(out_dir, tokenizer, splits, shard_tokens=1_000_000, batch_size=128, num_threads=4,
@@ -107,17 +116,23 @@ def write_pretokenized(out_dir, tokenizer, splits, shard_tokens=1_000_000, batch
     index = {"format": 1, "tokenizer": tokenizer_spec, "vocab_size": tokenizer.get_vocab_size(), "bos_token_id": bos,
              "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer), "dtype": dtype, "shard_tokens": shard_tokens,
              "splits": {}}
-    if os.path.exists(os.path.join(out_dir, INDEX_FILE)): os.remove(os.path.join(out_dir, INDEX_FILE)) # incomplete now
+    if os.path.exists(os.path.join(out_dir, INDEX_FILE)):
+        os.remove(os.path.join(out_dir, INDEX_FILE)) # incomplete now
     for split, texts in splits.items():
         split_dir = os.path.join(out_dir, split)
         for f in os.listdir(split_dir) if os.path.isdir(split_dir) else []: # shards of an earlier write
-            if f.startswith("shard_") and f.endswith(".npy"): os.remove(os.path.join(split_dir, f))
-        writer, batch = TokenShardWriter(split_dir, shard_tokens, dtype), []
+            if f.startswith("shard_") and f.endswith(".npy"):
+                os.remove(os.path.join(split_dir, f))
+        writer = TokenShardWriter(split_dir, shard_tokens, dtype)
+        batch = []
         for text in itertools.chain(texts, [None]): # None: flush the last batch
-            if text is not None: batch.append(text)
+            if text is not None:
+                batch.append(text)
             if batch and (text is None or len(batch) == batch_size):
-                for tokens in tokenizer.encode(batch, prepend=bos, num_threads=num_threads): writer.add(tokens)
-                if on_batch is not None: on_batch(split, writer)
+                for tokens in tokenizer.encode(batch, prepend=bos, num_threads=num_threads):
+                    writer.add(tokens)
+                if on_batch is not None:
+                    on_batch(split, writer)
                 batch = []
         index["splits"][split] = writer.close()
     atomic_write(os.path.join(out_dir, INDEX_FILE), lambda f: json.dump(index, f, indent=1), mode="w")
@@ -130,7 +145,8 @@ def read_index(data_dir):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no pretokenized data in {data_dir} ({INDEX_FILE} is missing: absent or incomplete); "
                                 f"write it with `python -m nanochat.scripts.lz78_pretokenize --output-dir={data_dir}`")
-    with open(path) as f: return json.load(f)
+    with open(path) as f:
+        return json.load(f)
 
 class TokenDocuments:
     "The documents of one split of a pretokenized directory: memory-mapped shards cut at every BOS"
@@ -143,13 +159,18 @@ class TokenDocuments:
             written_with = index["tokenizer"] or "the default BPE"
             raise ValueError(f"{data_dir} was written with another tokenizer ({written_with}, vocab "
                              f"{index['vocab_size']}): pretokenize again with this one, or pass that --tokenizer")
-        info, self.bos, self.where = index["splits"][split], index["bos_token_id"], f"{data_dir}/{split}"
-        self.shards, self._starts = [], {} # shard -> global positions of its BOS tokens, found on first use
+        info = index["splits"][split]
+        self.bos = index["bos_token_id"]
+        self.where = f"{data_dir}/{split}"
+        self.shards = []
+        self._starts = {} # shard -> global positions of its BOS tokens, found on first use
         for name, count in zip(info["shards"], info["tokens"]):
             path = os.path.join(data_dir, split, name)
-            if not os.path.exists(path): raise FileNotFoundError(f"shard {path} listed in the index is missing")
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"shard {path} listed in the index is missing")
             shard = np.load(path, mmap_mode="r")
-            if len(shard) != count: raise ValueError(f"shard {path} has {len(shard)} tokens, the index says {count}")
+            if len(shard) != count:
+                raise ValueError(f"shard {path} has {len(shard)} tokens, the index says {count}")
             self.shards.append(shard)
         self.ends = np.cumsum([len(s) for s in self.shards], dtype=np.int64) # global end offset of each shard
         self.total = int(self.ends[-1]) if len(self.ends) else 0
@@ -171,7 +192,8 @@ class TokenDocuments:
 
     def __getitem__(self, i):
         "Tokens of document `i`, BOS first (int64)"
-        if not 0 <= i < len(self): raise IndexError(f"document {i} of {len(self)}")
+        if not 0 <= i < len(self):
+            raise IndexError(f"document {i} of {len(self)}")
         a = self.start(i)
         b = self.start(i + 1) if i + 1 < len(self) else self.total
         k = int(np.searchsorted(self.ends, a, side="right")) # the shard holding position a
@@ -189,7 +211,8 @@ def pretokenized_data_loader_with_state_bos_bestfit(data_dir, B, T, split, token
                                                     world_size=None):
     "BOS-aligned best-fit packing of pretokenized documents: `(inputs, targets, state)` like the tokenizing loader"
     _, ddp_rank, _, ddp_world_size = get_dist_info()
-    rank, world_size = ddp_rank if rank is None else rank, ddp_world_size if world_size is None else world_size
+    rank = ddp_rank if rank is None else rank
+    world_size = ddp_world_size if world_size is None else world_size
     assert 0 <= rank < world_size, f"rank {rank} is not in [0, {world_size})"
     docs = TokenDocuments(data_dir, split, tokenizer)
     if len(docs) <= rank:
@@ -200,7 +223,8 @@ def pretokenized_data_loader_with_state_bos_bestfit(data_dir, B, T, split, token
     resume = resume_state_dict if resume_state_dict and "doc" in resume_state_dict else {} # not ours: from the start
     if resume and (resume.get("rank"), resume.get("world_size")) == (rank, world_size): # exact
         pos.update(doc=resume["doc"], epoch=resume["epoch"])
-        for i in resume["buffer"]: doc_buffer.add(docs[i], doc_id=i) # in buffer order: ties stay in order
+        for i in resume["buffer"]:
+            doc_buffer.add(docs[i], doc_id=i) # in buffer order: ties stay in order
     elif resume: # another layout: the round of documents after those the saved rank had read
         start = resume["doc"] - resume["doc"] % world_size + world_size + rank
         pos.update(doc=start % len(docs), epoch=resume["epoch"] + start // len(docs))

@@ -21,8 +21,10 @@ MAX_TOKEN_BYTES = 64  # the longest dictionary entry a trainer makes (it also bo
 
 def valid_text(text):
     "`text` with lone surrogates replaced by U+FFFD (a pair written as two code points is joined), as tiktoken does"
-    try: text.encode('utf-8')
-    except UnicodeEncodeError: return text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError:
+        return text.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')
     return text
 
 def text_pieces(texts, chunked=True, pattern=SPLIT_PATTERN):
@@ -30,8 +32,10 @@ def text_pieces(texts, chunked=True, pattern=SPLIT_PATTERN):
     split = regex.compile(pattern).findall
     for text in texts:
         text = valid_text(text)
-        if chunked: yield from (chunk.encode('utf-8') for chunk in split(text))
-        else: yield text.encode('utf-8')
+        if chunked:
+            yield from (chunk.encode('utf-8') for chunk in split(text))
+        else:
+            yield text.encode('utf-8')
 
 # %% ../nbs/14_lz78_tokenizer.ipynb #86aefa2c
 def train_standard(pieces, num_codes, max_token_bytes=MAX_TOKEN_BYTES):
@@ -41,10 +45,12 @@ def train_standard(pieces, num_codes, max_token_bytes=MAX_TOKEN_BYTES):
         i, n = 0, len(b)
         while i < n:
             j = i + 1
-            while j <= n and b[i:j] in codes: j += 1  # b[i:j-1] is the longest known phrase at i
+            while j <= n and b[i:j] in codes:
+                j += 1  # b[i:j-1] is the longest known phrase at i
             if j <= n and j - i <= max_token_bytes:
                 codes[b[i:j]] = len(codes) + 1       # ... and with the next byte it becomes a new entry
-                if len(codes) == num_codes: return list(codes)
+                if len(codes) == num_codes:
+                    return list(codes)
             i = j                                      # LZ78 goes on after the new entry's last byte
     return list(codes)
 
@@ -56,7 +62,8 @@ def _swap_leaves(uses, nchild, seen, k, min_count):
     parents = {p[:-1] for _, p in candidates}  # a candidate's parent must stay
     leaves = sorted((u, p) for p, u in uses.items() if nchild[p] == 0 and p not in parents)
     for (count, new), (used, old) in zip(candidates, leaves):
-        if count <= used: break
+        if count <= used:
+            break
         del uses[old]
         nchild[old[:-1]] -= 1
         uses[new] = count
@@ -65,15 +72,20 @@ def _swap_leaves(uses, nchild, seen, k, min_count):
 def train_frequency_gated(pieces, num_codes, min_count=2, prune_every=None, prune_frac=0.1, fill=True,
                           max_token_bytes=MAX_TOKEN_BYTES):
     "LZ78 where an extension enters after `min_count` sightings, and rarely used leaves are swapped out periodically"
-    uses, nchild, seen = {}, Counter(), Counter()  # entry -> uses; entry -> children; candidate -> sightings
+    uses = {}  # entry -> uses
+    nchild = Counter()  # entry -> children
+    seen = Counter()  # candidate -> sightings
     prune_every = prune_every or 8 * num_codes     # phrases between swap rounds, once the dictionary is full
-    k, phrases = int(prune_frac * num_codes), 0
+    k = int(prune_frac * num_codes)
+    phrases = 0
     for b in pieces:
         i, n = 0, len(b)
         while i < n:
             j = i + 1
-            while j <= n and b[i:j] in uses: j += 1
-            if j > i + 1: uses[b[i:j - 1]] += 1   # the longest match: what the encoder emits here
+            while j <= n and b[i:j] in uses:
+                j += 1
+            if j > i + 1:
+                uses[b[i:j - 1]] += 1   # the longest match: what the encoder emits here
             if j <= n and j - i <= max_token_bytes:
                 new = b[i:j]
                 seen[new] += 1
@@ -85,11 +97,14 @@ def train_frequency_gated(pieces, num_codes, min_count=2, prune_every=None, prun
             phrases += 1
             if phrases % prune_every == 0 and len(uses) == num_codes:
                 _swap_leaves(uses, nchild, seen, k, min_count)
-                for p in uses: uses[p] //= 2  # old counts fade, so that later text can win slots back
+                for p in uses:
+                    uses[p] //= 2  # old counts fade, so that later text can win slots back
                 seen.clear()
-    if len(uses) == num_codes: _swap_leaves(uses, nchild, seen, k, min_count)  # the text since the last round
+    if len(uses) == num_codes:
+        _swap_leaves(uses, nchild, seen, k, min_count)  # the text since the last round
     for new, _ in seen.most_common() if fill else []:  # a text too short for the gate left slots empty
-        if len(uses) >= num_codes: break
+        if len(uses) >= num_codes:
+            break
         if new not in uses and (len(new) == 1 or new[:-1] in uses):
             uses[new] = 0
             nchild[new[:-1]] += 1
@@ -98,9 +113,11 @@ def train_frequency_gated(pieces, num_codes, min_count=2, prune_every=None, prun
 # %% ../nbs/14_lz78_tokenizer.ipynb #265f20cd
 def _usage(patterns, piece_counts):
     "How often the encoder emits each entry on the counted pieces"
-    matcher, usage = trie_regex(patterns), Counter()
+    matcher = trie_regex(patterns)
+    usage = Counter()
     for piece, count in piece_counts.items():
-        for m in matcher.findall(piece): usage[m] += count
+        for m in matcher.findall(piece):
+            usage[m] += count
     return usage
 
 def _keep_most_used(patterns, usage, size):
@@ -108,19 +125,23 @@ def _keep_most_used(patterns, usage, size):
     keep = set()
     for p in sorted(patterns, key=lambda p: -usage[p]):
         missing = [p[:k] for k in range(1, len(p) + 1) if p[:k] not in keep]
-        if len(keep) + len(missing) <= size: keep.update(missing)
-        if len(keep) == size: break
+        if len(keep) + len(missing) <= size:
+            keep.update(missing)
+        if len(keep) == size:
+            break
     return [p for p in patterns if p in keep]
 
 def train_multi_round(pieces, num_codes, multiple=4, rounds=2, max_token_bytes=MAX_TOKEN_BYTES):
     "Standard LZ78 at `multiple` x the size, then `rounds` prunes down to `num_codes` keeping the most used entries"
-    pieces, counts = iter(pieces), Counter()  # piece -> occurrences: all the training text, for the usage counts
+    pieces = iter(pieces)
+    counts = Counter()  # piece -> occurrences: all the training text, for the usage counts
     def counted():
         for b in pieces:
             counts[b] += 1
             yield b
     patterns = train_standard(counted(), num_codes * multiple, max_token_bytes)
-    for b in pieces: counts[b] += 1  # the text the big dictionary did not need to read
+    for b in pieces:
+        counts[b] += 1  # the text the big dictionary did not need to read
     for r in range(1, rounds + 1):
         size = round(num_codes * multiple ** (1 - r / rounds))  # 4N -> 2N -> N
         patterns = _keep_most_used(patterns, _usage(patterns, counts), size)
@@ -129,12 +150,15 @@ def train_multi_round(pieces, num_codes, multiple=4, rounds=2, max_token_bytes=M
 # %% ../nbs/14_lz78_tokenizer.ipynb #30a305c6
 def train_compressed(pieces, num_codes, max_token_bytes=MAX_TOKEN_BYTES):
     "LZ78 grown until its Patricia trie has `num_codes` nodes; the entries are those nodes (leaves, branch points)"
-    entries, nchild, nodes = {}, Counter(), 0  # nodes: entries that are leaves or have 2+ children
+    entries = {}
+    nchild = Counter()
+    nodes = 0  # entries that are leaves or have 2+ children
     for b in pieces:
         i, n = 0, len(b)
         while i < n and nodes < num_codes:
             j = i + 1
-            while j <= n and b[i:j] in entries: j += 1
+            while j <= n and b[i:j] in entries:
+                j += 1
             if j <= n and j - i <= max_token_bytes:
                 new, parent = b[i:j], b[i:j - 1]
                 # +1 for the new leaf; a parent that was a leaf becomes a chain link (-1), a chain link a branch (+1)
@@ -144,7 +168,8 @@ def train_compressed(pieces, num_codes, max_token_bytes=MAX_TOKEN_BYTES):
                     nchild[parent] += 1
                     nodes += grow
             i = j
-        if nodes == num_codes: break
+        if nodes == num_codes:
+            break
     return [p for p in entries if nchild[p] != 1]
 
 TRAINERS = {"standard": train_standard, "frequency_gated": train_frequency_gated,
@@ -153,10 +178,12 @@ TRAINERS = {"standard": train_standard, "frequency_gated": train_frequency_gated
 # %% ../nbs/14_lz78_tokenizer.ipynb #498d1641
 def trie_regex(patterns):
     "A compiled bytes regex whose match at any position is the longest entry of `patterns` there, else one byte"
-    root, END = {}, -1  # nested dicts byte -> child node; END marks a node that is an entry
+    root = {}  # nested dicts byte -> child node
+    END = -1  # marks a node that is an entry
     for p in patterns:
         node = root
-        for c in p: node = node.setdefault(c, {})
+        for c in p:
+            node = node.setdefault(c, {})
         node[END] = True
     def size(node): return 1 + sum(size(child) for c, child in node.items() if c != END)
     def alternation(node):
@@ -180,9 +207,12 @@ def escape_bytes(b):
     "Bytes as a TSV field: printable UTF-8 as is, backslash doubled, anything else (tab, newline, bad UTF-8) as \\xHH"
     out = []
     for ch in b.decode('utf-8', errors='surrogateescape'):  # invalid bytes become lone surrogates: not printable
-        if ch == '\\': out.append('\\\\')
-        elif ch.isprintable(): out.append(ch)
-        else: out.append(''.join(f'\\x{x:02x}' for x in ch.encode('utf-8', errors='surrogateescape')))
+        if ch == '\\':
+            out.append('\\\\')
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(''.join(f'\\x{x:02x}' for x in ch.encode('utf-8', errors='surrogateescape')))
     return ''.join(out)
 
 def unescape_bytes(s):
@@ -206,14 +236,16 @@ def dictionary_parents(patterns):
 
 def write_dictionary_tsv(path, patterns, fmt="lz78"):
     "Write entries (code c = patterns[c - 1]) as TSV in the lz78 or the compressed (Patricia) format, atomically"
-    if fmt not in ("lz78", "compressed"): raise ValueError(f"unknown dictionary format {fmt!r} (lz78 or compressed)")
+    if fmt not in ("lz78", "compressed"):
+        raise ValueError(f"unknown dictionary format {fmt!r} (lz78 or compressed)")
     rows = [LZ78_HEADER if fmt == "lz78" else COMPRESSED_HEADER]
     for c, (p, parent) in enumerate(zip(patterns, dictionary_parents(patterns)), 1):
         prefix = patterns[parent - 1] if parent else b''
         if fmt == "compressed":
             rows.append(f"{c}\t{escape_bytes(p[len(prefix):])}\t{parent}\t{c}\t{escape_bytes(p)}")
             continue
-        if len(p) - len(prefix) != 1: raise ValueError(f"entry {p!r} lacks its parent {p[:-1]!r}: use fmt='compressed'")
+        if len(p) - len(prefix) != 1:
+            raise ValueError(f"entry {p!r} lacks its parent {p[:-1]!r}: use fmt='compressed'")
         rows.append(f"{c}\t{parent}\t{escape_bytes(p[-1:])}\t{escape_bytes(p)}")
     text = '\n'.join(rows) + '\n'
     atomic_write(path, lambda f: f.write(text.encode('utf-8')))
@@ -222,27 +254,35 @@ def write_dictionary_tsv(path, patterns, fmt="lz78"):
 # %% ../nbs/14_lz78_tokenizer.ipynb #4ca55071
 def _tsv_rows(path, lines, fmt):
     "(node, parent, edge, output code, pattern, line number) of each data line"
-    rows, nfields = [], 4 if fmt == "lz78" else 5
+    rows = []
+    nfields = 4 if fmt == "lz78" else 5
     for lineno, line in enumerate(lines, 2):
-        if not line.strip('\r'): continue
+        if not line.strip('\r'):
+            continue
         f = line.rstrip('\r').split('\t')
         try:
-            if len(f) != nfields: raise ValueError(f"expected {nfields} tab-separated fields, got {len(f)}")
-            if fmt == "lz78": rows.append((int(f[0]), int(f[1]), unescape_bytes(f[2]), int(f[0]), unescape_bytes(f[3])))
-            else: rows.append((int(f[0]), int(f[2]), unescape_bytes(f[1]), int(f[3]), unescape_bytes(f[4])))
-        except ValueError as e: raise ValueError(f"{path}:{lineno}: bad dictionary row: {e}") from None
+            if len(f) != nfields:
+                raise ValueError(f"expected {nfields} tab-separated fields, got {len(f)}")
+            if fmt == "lz78":
+                rows.append((int(f[0]), int(f[1]), unescape_bytes(f[2]), int(f[0]), unescape_bytes(f[3])))
+            else:
+                rows.append((int(f[0]), int(f[2]), unescape_bytes(f[1]), int(f[3]), unescape_bytes(f[4])))
+        except ValueError as e:
+            raise ValueError(f"{path}:{lineno}: bad dictionary row: {e}") from None
         rows[-1] += (lineno,)
     return rows
 
 def read_dictionary_tsv(path):
     "(entries in code order, format) from a TSV in either format; codes are renumbered 1..N in code order"
-    with open(path, 'rb') as f: lines = f.read().decode('utf-8').split('\n')
+    with open(path, 'rb') as f:
+        lines = f.read().decode('utf-8').split('\n')
     header = lines[0].rstrip('\r')
     if header not in (LZ78_HEADER, COMPRESSED_HEADER):
         raise ValueError(f"{path}: unknown dictionary header {header!r} "
                          f"(expected {LZ78_HEADER!r} or {COMPRESSED_HEADER!r})")
     fmt = "lz78" if header == LZ78_HEADER else "compressed"
-    nodes, codes = {0: b''}, []  # node -> pattern; 0 is the root
+    nodes = {0: b''}  # node -> pattern; 0 is the root
+    codes = []
     rows = sorted(_tsv_rows(path, lines[1:], fmt), key=lambda r: (len(r[4]), r[0]))  # parents before children
     for node, parent, edge, out, pattern, lineno in rows:
         problem = (f"node {node} is not positive or is repeated" if node <= 0 or node in nodes else
@@ -251,10 +291,13 @@ def read_dictionary_tsv(path):
                    "the edge label is empty" if not edge else
                    f"pattern {pattern!r} is not parent {nodes[parent]!r} + {edge!r}" if nodes[parent] + edge != pattern
                    else None)
-        if problem: raise ValueError(f"{path}:{lineno}: bad dictionary row: {problem}")
+        if problem:
+            raise ValueError(f"{path}:{lineno}: bad dictionary row: {problem}")
         nodes[node] = pattern
-        if out > 0: codes.append((out, pattern))
-    if len({out for out, _ in codes}) != len(codes): raise ValueError(f"{path}: an output code is used twice")
+        if out > 0:
+            codes.append((out, pattern))
+    if len({out for out, _ in codes}) != len(codes):
+        raise ValueError(f"{path}: an output code is used twice")
     return [pattern for _, pattern in sorted(codes)], fmt
 
 # %% ../nbs/14_lz78_tokenizer.ipynb #f09c170c
@@ -266,8 +309,10 @@ class LZ78Tokenizer(BaseTokenizer):
 
     def __init__(self, patterns, chunked=True, strategy="frequency_gated", pattern=SPLIT_PATTERN):
         self.patterns = [bytes(p) for p in patterns]  # code c has the bytes patterns[c - 1]
-        if len(set(self.patterns)) != len(self.patterns): raise ValueError("the dictionary has repeated entries")
-        if not all(0 < len(p) <= 256 for p in self.patterns): raise ValueError("dictionary entries must be 1-256 bytes")
+        if len(set(self.patterns)) != len(self.patterns):
+            raise ValueError("the dictionary has repeated entries")
+        if not all(0 < len(p) <= 256 for p in self.patterns):
+            raise ValueError("dictionary entries must be 1-256 bytes")
         self.chunked, self.strategy, self.pattern = chunked, strategy, pattern
         num_codes = len(self.patterns)
         self.byte_offset = num_codes + 1       # byte b falls back to id num_codes + 1 + b
@@ -286,8 +331,10 @@ class LZ78Tokenizer(BaseTokenizer):
                             pattern=SPLIT_PATTERN, **kwargs):
         "Train a dictionary so that the whole vocabulary (root, codes, bytes, specials) has `vocab_size` ids"
         num_codes = vocab_size - 257 - len(SPECIAL_TOKENS)
-        if num_codes < 1: raise ValueError(f"vocab_size must be at least {258 + len(SPECIAL_TOKENS)}, got {vocab_size}")
-        if strategy not in TRAINERS: raise ValueError(f"unknown strategy {strategy!r} (one of {list(TRAINERS)})")
+        if num_codes < 1:
+            raise ValueError(f"vocab_size must be at least {258 + len(SPECIAL_TOKENS)}, got {vocab_size}")
+        if strategy not in TRAINERS:
+            raise ValueError(f"unknown strategy {strategy!r} (one of {list(TRAINERS)})")
         patterns = TRAINERS[strategy](text_pieces(text_iterator, chunked, pattern), num_codes, **kwargs)
         return cls(patterns, chunked=chunked, strategy=strategy, pattern=pattern)
 
@@ -299,7 +346,8 @@ class LZ78Tokenizer(BaseTokenizer):
 
     @classmethod
     def from_directory(cls, tokenizer_dir):
-        with open(os.path.join(tokenizer_dir, cls.filename)) as f: meta = json.load(f)
+        with open(os.path.join(tokenizer_dir, cls.filename)) as f:
+            meta = json.load(f)
         if meta.get("special_tokens") != SPECIAL_TOKENS:
             raise ValueError(f"{tokenizer_dir} holds different special tokens")
         patterns, _ = read_dictionary_tsv(os.path.join(tokenizer_dir, meta["dictionary"]))
@@ -322,7 +370,8 @@ class LZ78Tokenizer(BaseTokenizer):
     def get_vocab_size(self): return len(self._id_bytes)
     def get_special_tokens(self): return list(SPECIAL_TOKENS)
     def encode_special(self, text):
-        if text not in self.special_ids: raise ValueError(f"{text!r} is not a special token (known: {SPECIAL_TOKENS})")
+        if text not in self.special_ids:
+            raise ValueError(f"{text!r} is not a special token (known: {SPECIAL_TOKENS})")
         return self.special_ids[text]
 
     def id_to_bytes(self, id):
@@ -338,17 +387,21 @@ class LZ78Tokenizer(BaseTokenizer):
 
     def _encode_bytes(self, data):
         "Greedy longest match of one byte string (the matcher is compiled on first use)"
-        if self._matcher is None: self._matcher = trie_regex(self.patterns)
+        if self._matcher is None:
+            self._matcher = trie_regex(self.patterns)
         return list(map(self._ids.__getitem__, self._matcher.findall(data)))
 
     def _encode_ordinary(self, text):
         text = valid_text(text)
-        if not self.chunked: return self._encode_bytes(text.encode('utf-8'))
-        out, cache = [], self._cache
+        if not self.chunked:
+            return self._encode_bytes(text.encode('utf-8'))
+        out = []
+        cache = self._cache
         for chunk in self._split(text):  # each distinct chunk is matched once, then looked up
             ids = cache.get(chunk)
             if ids is None:
-                if len(cache) >= self.cache_size: cache.clear()
+                if len(cache) >= self.cache_size:
+                    cache.clear()
                 ids = cache[chunk] = self._encode_bytes(chunk.encode('utf-8'))
             out += ids
         return out
@@ -361,10 +414,13 @@ def compute_token_metadata(tokenizer):
     token_bytes = [b'' if i in specials else bytes(tokenizer.id_to_bytes(i)) for i in range(V)]
     first = {}  # bytes -> the lowest id with those bytes: a dictionary entry wins over its byte-fallback twin
     for i, b in enumerate(token_bytes):
-        if b: first.setdefault(b, i)
+        if b:
+            first.setdefault(b, i)
     chains = []  # [token, parent, grandparent, ...]: the tokens whose bytes are a prefix, longest first
     for i, b in enumerate(token_bytes):
-        if not b: chains.append([i] if i in specials else []); continue  # a special is its own chain; the root has none
+        if not b:
+            chains.append([i] if i in specials else [])  # a special is its own chain; the root has none
+            continue
         chains.append([i] + [first[b[:k]] for k in range(len(b) - 1, 0, -1) if b[:k] in first])
     max_depth = max(map(len, chains))
     return {"parent": torch.tensor([ch[1] if len(ch) > 1 else 0 for ch in chains]),
@@ -381,5 +437,7 @@ def save_token_metadata(tokenizer, tokenizer_dir):
 def load_token_metadata(tokenizer_dir, device="cpu"):
     "The dict written by `save_token_metadata`"
     path = os.path.join(tokenizer_dir, "token_metadata.pt")
-    if not os.path.exists(path): raise FileNotFoundError(f"no token metadata at {path}: save the tokenizer again")
-    with open(path, "rb") as f: return torch.load(f, map_location=device)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no token metadata at {path}: save the tokenizer again")
+    with open(path, "rb") as f:
+        return torch.load(f, map_location=device)

@@ -31,9 +31,12 @@ def chain_weights(chains, kind="soft", weight=1.0, decay=0.5):
 def prefix_smoothed_loss(logits, targets, ancestors, kind="soft", weight=0.1, decay=0.5, pos_weight=1.0,
                          reduction="mean"):
     "Cross-entropy with part of the label's mass on the target's prefixes (`kind` soft|interp|bce; 'none' = plain CE)"
-    if kind not in PREFIX_LOSSES: raise ValueError(f"prefix loss kind must be one of {PREFIX_LOSSES}, got {kind!r}")
-    if not 0 <= weight <= 1: raise ValueError(f"prefix loss weight must be in [0, 1], got {weight}")
-    if reduction not in ("mean", "none"): raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
+    if kind not in PREFIX_LOSSES:
+        raise ValueError(f"prefix loss kind must be one of {PREFIX_LOSSES}, got {kind!r}")
+    if not 0 <= weight <= 1:
+        raise ValueError(f"prefix loss weight must be in [0, 1], got {weight}")
+    if reduction not in ("mean", "none"):
+        raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
     logits = logits.reshape(-1, logits.size(-1)).float() # (N, V)
     targets = targets.reshape(-1) # (N,)
     valid = targets >= 0

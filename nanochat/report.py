@@ -17,18 +17,22 @@ def _run(cmd):
     try:
         r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=5)
         return r.stdout.strip() if r.returncode == 0 else None
-    except Exception: return None
+    except Exception:
+        return None
 
 def _memory_gb():
     "Total RAM in GB from /proc/meminfo (None where it does not exist)"
     try:
-        with open('/proc/meminfo') as f: return int(f.readline().split()[1]) / 1024**2
-    except Exception: return None
+        with open('/proc/meminfo') as f:
+            return int(f.readline().split()[1]) / 1024**2
+    except Exception:
+        return None
 
 def generate_header():
     "Markdown header: time, git commit, hardware and software"
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    commit, dirty = _run("git rev-parse --short HEAD") or "unknown", bool(_run("git status --porcelain"))
+    commit = _run("git rev-parse --short HEAD") or "unknown"
+    dirty = bool(_run("git status --porcelain"))
     lines = ["# nanochat training report", "", f"Generated: {now}", "", "## Environment", "",
              f"- Git commit: {commit} {'(dirty)' if dirty else '(clean)'}",
              f"- Host: {socket.gethostname()}, {platform.system()} {platform.machine()}",
@@ -58,29 +62,38 @@ def slugify(text):
     return re.sub(r'[^a-z0-9-]+', '-', text.lower()).strip('-')
 
 def _fmt(v):
-    if isinstance(v, float): return f"{v:.4f}"
-    if isinstance(v, int) and not isinstance(v, bool) and v >= 10000: return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 10000:
+        return f"{v:,}"
     return str(v)
 
 def render_section(section, data):
     "Markdown for one section"
     out = [f"## {section}", f"timestamp: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M:%S')}", ""]
     for item in data:
-        if not item: continue
-        if isinstance(item, str): out.append(item.rstrip("\n"))
-        else: out += [f"- {k}: {_fmt(v)}" for k, v in item.items()]
+        if not item:
+            continue
+        if isinstance(item, str):
+            out.append(item.rstrip("\n"))
+        else:
+            out += [f"- {k}: {_fmt(v)}" for k, v in item.items()]
     return "\n".join(out) + "\n\n"
 
 # %% ../nbs/10_report.ipynb #1a37d806
 def plot_curves(path, curves, title='', xlabel='step', ylabel=''):
     "Save a PNG of named `(xs, ys)` curves (matplotlib, no display needed)"
     import matplotlib
-    if 'matplotlib.pyplot' not in sys.modules: matplotlib.use('Agg')  # scripts: no display needed
+    if 'matplotlib.pyplot' not in sys.modules:
+        matplotlib.use('Agg')  # scripts: no display needed
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    for name, (xs, ys) in curves.items(): ax.plot(xs, ys, label=name)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel); ax.grid(alpha=0.3)
-    if len(curves) > 1: ax.legend()
+    for name, (xs, ys) in curves.items():
+        ax.plot(xs, ys, label=name)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    if len(curves) > 1:
+        ax.legend()
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=90))
     plt.close(fig)
@@ -93,7 +106,8 @@ def extract(section_text, keys):
     found = {}
     for line in section_text.splitlines():
         m = re.match(r"- ([^:]+): (.*)$", line)
-        if m: found[m.group(1).strip()] = m.group(2).strip()
+        if m:
+            found[m.group(1).strip()] = m.group(2).strip()
     return {row: found[key] for row, key in keys.items() if key in found}
 
 def _timestamps(text):
@@ -114,7 +128,8 @@ def _inline(text, image_dir=None):
         alt, src = m.group(1), html.unescape(m.group(2))
         path = os.path.join(image_dir or "", src)
         if image_dir and os.path.exists(path):  # embed: the page must not depend on files beside it
-            with open(path, "rb") as f: src = "data:image/png;base64," + base64.b64encode(f.read()).decode()
+            with open(path, "rb") as f:
+                src = "data:image/png;base64," + base64.b64encode(f.read()).decode()
         return f'<img alt="{alt}" src="{src}">'
     text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", image, text)
     text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
@@ -123,41 +138,68 @@ def _inline(text, image_dir=None):
 
 def markdown_to_html(md, title="nanochat report", image_dir=None):
     "The report's markdown as one self-contained HTML page (images from `image_dir` embedded as data URIs)"
-    out, para, lines, i = [], [], md.splitlines(), 0
+    out, para = [], []  # finished HTML blocks; the lines of the paragraph being read
+    lines = md.splitlines()
+    i = 0
     flush = lambda: (out.append(f"<p>{' '.join(para)}</p>") if para else None, para.clear())
     while i < len(lines):
         line = lines[i]
         esc = lambda s: _inline(html.escape(s, quote=False), image_dir)
         if line.startswith("```"):  # fenced code: verbatim until the closing fence
-            flush(); j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"): j += 1
-            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>"); i = j + 1; continue
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>")
+            i = j + 1
+            continue
         m = re.match(r"(#{1,6}) (.*)", line)
-        if m: flush(); out.append(f"<h{len(m.group(1))}>{esc(m.group(2))}</h{len(m.group(1))}>")
-        elif line.strip() == "---": flush(); out.append("<hr>")
+        if m:
+            flush()
+            out.append(f"<h{len(m.group(1))}>{esc(m.group(2))}</h{len(m.group(1))}>")
+        elif line.strip() == "---":
+            flush()
+            out.append("<hr>")
         elif line.startswith("|"):  # a table: header row, separator row, body rows
-            flush(); rows = []
-            while i < len(lines) and lines[i].startswith("|"): rows.append(lines[i]); i += 1
-            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows if not re.match(r"^\|[-:| ]+\|$", r)]
+            flush()
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(lines[i])
+                i += 1
+            cells = [[c.strip() for c in r.strip().strip("|").split("|")]
+                     for r in rows if not re.match(r"^\|[-:| ]+\|$", r)]
             head = "".join(f"<th>{esc(c)}</th>" for c in cells[0])
             body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"); continue
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            continue
         elif line.startswith("- "):
-            flush(); items = []
-            while i < len(lines) and lines[i].startswith("- "): items.append(f"<li>{esc(lines[i][2:])}</li>"); i += 1
-            out.append("<ul>" + "".join(items) + "</ul>"); continue
+            flush()
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{esc(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
         elif line.startswith(">"):
-            flush(); quoted = []
-            while i < len(lines) and lines[i].startswith(">"): quoted.append(esc(lines[i][1:].strip())); i += 1
-            out.append("<blockquote>" + "<br>".join(quoted) + "</blockquote>"); continue
-        elif not line.strip(): flush()
-        else: para.append(esc(line))
+            flush()
+            quoted = []
+            while i < len(lines) and lines[i].startswith(">"):
+                quoted.append(esc(lines[i][1:].strip()))
+                i += 1
+            out.append("<blockquote>" + "<br>".join(quoted) + "</blockquote>")
+            continue
+        elif not line.strip():
+            flush()
+        else:
+            para.append(esc(line))
         i += 1
     flush()
     style = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
-             "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:left}"
+             "table{border-collapse:collapse;margin:1rem 0}"
+             "td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:left}"
              "th{background:#f3f3f3}img{max-width:100%}pre{background:#f6f6f6;padding:.6rem;overflow:auto}"
-             "blockquote{border-left:3px solid #bbb;margin:.5rem 0;padding:.2rem .8rem;color:#333}code{background:#f3f3f3}")
+             "blockquote{border-left:3px solid #bbb;margin:.5rem 0;padding:.2rem .8rem;color:#333}"
+             "code{background:#f3f3f3}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
 
@@ -182,7 +224,8 @@ class Report:
     def reset(self):
         "Delete the sections and write a fresh header"
         for f in EXPECTED_FILES + ["report.md", "report.html"]:
-            if os.path.exists(p := os.path.join(self.report_dir, f)): os.remove(p)
+            if os.path.exists(p := os.path.join(self.report_dir, f)):
+                os.remove(p)
         started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
         atomic_write(os.path.join(self.report_dir, "header.md"),
                      lambda f: f.write(generate_header() + f"Run started: {started}\n\n---\n\n"), mode='w')
@@ -194,11 +237,13 @@ class Report:
         parts.append(open(header).read() if os.path.exists(header) else "# nanochat training report\n\n")
         for fname in EXPECTED_FILES:
             p = os.path.join(self.report_dir, fname)
-            if not os.path.exists(p): continue
+            if not os.path.exists(p):
+                continue
             text = open(p).read()
             parts.append(text)
             if fname in SUMMARY_KEYS:
-                stage = {"base-model-loss.md": "base", "base-model-evaluation.md": "base"}.get(fname, fname.split('-')[-1][:-3])
+                stage = {"base-model-loss.md": "base",
+                         "base-model-evaluation.md": "base"}.get(fname, fname.split('-')[-1][:-3])
                 summary.setdefault(stage, {}).update(extract(text, SUMMARY_KEYS[fname]))
         tail = ["## Summary", "", *summary_table(summary), ""]
         stamps = _timestamps("\n".join(parts))
@@ -233,7 +278,9 @@ def main(argv=None):
     if args.command == "generate":
         out = get_report().generate()
         print(f"Report written to {out} (and {out[:-3]}.html)")
-    else: get_report().reset(); print("Report reset")
+    else:
+        get_report().reset()
+        print("Report reset")
 
 # %% ../nbs/10_report.ipynb #ad35c480
 if __name__ == "__main__" and not in_notebook():

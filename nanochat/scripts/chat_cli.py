@@ -26,8 +26,10 @@ def chat_parser():
     parser.add_argument('-t', '--temperature', type=float, default=0.6, help='Temperature for generation')
     parser.add_argument('-k', '--top-k', type=int, default=50, help='Top-k sampling parameter')
     parser.add_argument('--max-tokens', type=int, default=256, help='Maximum tokens per reply')
-    parser.add_argument('-d', '--dtype', type=str, default='', help='float32|bfloat16 (empty = NANOCHAT_DTYPE, else the device default)')
-    parser.add_argument('--device-type', type=str, default='', choices=['cuda', 'cpu', 'mps'], help='Device type for evaluation: cuda|cpu|mps. empty => autodetect')
+    parser.add_argument('-d', '--dtype', type=str, default='',
+                        help='float32|bfloat16 (empty = NANOCHAT_DTYPE, else the device default)')
+    parser.add_argument('--device-type', type=str, default='', choices=['cuda', 'cpu', 'mps'],
+                        help='Device type for evaluation: cuda|cpu|mps. empty => autodetect')
     return parser
 
 # %% ../../nbs/30_chat_cli.ipynb #5d3dde7c
@@ -38,11 +40,14 @@ def stream_text(token_stream, tokenizer, out=None):
     for token in token_stream:
         tokens.append(token)
         text = tokenizer.decode(tokens)
-        if text.endswith("\ufffd"): continue  # an incomplete UTF-8 character: wait for its other bytes
-        out.write(text[len(printed):]); out.flush()
+        if text.endswith("\ufffd"):  # an incomplete UTF-8 character: wait for its other bytes
+            continue
+        out.write(text[len(printed):])
+        out.flush()
         printed = text
     text = tokenizer.decode(tokens)
-    out.write(text[len(printed):]); out.flush()
+    out.write(text[len(printed):])
+    out.flush()
     return tokens
 
 # %% ../../nbs/30_chat_cli.ipynb #12e70047
@@ -76,9 +81,11 @@ def main(argv=None):
     "Chat with a checkpoint in the terminal (multi-turn), or answer one prompt with -p"
     args = chat_parser().parse_args(argv)
     device_type = autodetect_device_type() if args.device_type == "" else args.device_type
-    if args.dtype: os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
+    if args.dtype:
+        os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
-    if device.type == "cpu": torch.set_num_threads(1)  # batch-1 decode: one thread is faster and steadier (bench_engine)
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # batch-1 decode: one thread is faster and steadier (bench_engine)
     try:
         source = args.source or newest_source()  # rl > sft > mid > base
         checkpoint_dir, step = resolve_checkpoint(source, args.model_tag, args.step)
@@ -91,21 +98,29 @@ def main(argv=None):
         print("\nNanoChat Interactive Mode\n" + "-" * 50 + "\nType 'quit' or 'exit' to end the conversation\n"
               "Type 'clear' to start a new conversation\n" + "-" * 50)
     while True:
-        if args.prompt: user_input = args.prompt
+        if args.prompt:
+            user_input = args.prompt
         else:
-            try: user_input = input("\nUser: ").strip()
+            try:
+                user_input = input("\nUser: ").strip()
             except (EOFError, KeyboardInterrupt):
-                print("\nGoodbye!"); break
+                print("\nGoodbye!")
+                break
         if user_input.lower() in ('quit', 'exit'):
-            print("Goodbye!"); break
+            print("Goodbye!")
+            break
         if user_input.lower() == 'clear':
-            session.clear(); print("Conversation cleared."); continue
-        if not user_input: continue
+            session.clear()
+            print("Conversation cleared.")
+            continue
+        if not user_input:
+            continue
         print("\nAssistant: ", end="", flush=True)
         with autocast_ctx(device.type):  # the precision policy (common), around every forward
             session.respond(user_input)
         print()
-        if args.prompt: break
+        if args.prompt:
+            break
     return session
 
 if __name__ == '__main__' and not in_notebook():

@@ -31,7 +31,8 @@ def _texts(split, max_docs):
     n = 0
     for batch in parquets_iter_batched(split=split):
         for text in batch:
-            if n == max_docs: return
+            if n == max_docs:
+                return
             n += 1
             yield text
 
@@ -50,7 +51,8 @@ def main(argv=None):
     name = cfg.tokenizer or "the default BPE"
     print0(f"Encoding with {name} ({tokenizer_dir}, vocab {tokenizer.get_vocab_size():,}) "
            f"into {out_dir}, {cfg.shard_tokens:,} tokens per shard")
-    t0, shown = time.time(), {}
+    t0 = time.time()
+    shown = {}
     def progress(split, writer):
         if writer.docs // 5000 > shown.get(split, 0):
             shown[split] = writer.docs // 5000

@@ -30,8 +30,10 @@ class LZ78TokTrainConfig:
 def _val_bytes_per_token(tokenizer):
     "Bytes per token on the first row group of the val shard, or None when there is no data"
     from nanochat.dataset import parquets_iter_batched
-    try: docs = next(parquets_iter_batched(split="val"))
-    except (FileNotFoundError, StopIteration): return None
+    try:
+        docs = next(parquets_iter_batched(split="val"))
+    except (FileNotFoundError, StopIteration):
+        return None
     return sum(len(d.encode('utf-8')) for d in docs) / max(1, sum(map(len, tokenizer.encode(docs))))
 
 def main(argv=None):
@@ -42,7 +44,8 @@ def main(argv=None):
     if cfg.dictionary and not os.path.exists(cfg.dictionary):
         raise FileNotFoundError(f"--dictionary {cfg.dictionary} not found")
     out_dir = cfg.output_dir or os.path.join(get_base_dir(), "lz78_tokenizer")
-    stats, t0 = {"docs": 0, "chars": 0}, time.time()
+    stats = {"docs": 0, "chars": 0}
+    t0 = time.time()
     if cfg.dictionary:
         print0(f"Setting up from {cfg.dictionary} | chunked: {cfg.chunked}")
         tokenizer = LZ78Tokenizer.from_tsv(cfg.dictionary, chunked=cfg.chunked)
@@ -58,7 +61,8 @@ def main(argv=None):
     print0(f"Training time: {train_time:.2f}s on {stats['docs']:,} documents, {stats['chars']:,} characters: "
            f"{len(tokenizer.patterns):,} codes, vocab size {tokenizer.get_vocab_size():,}")
     tokenizer.save(out_dir)
-    if tokenizer.decode(tokenizer.encode(SANITY_TEXT)) != SANITY_TEXT: raise RuntimeError("tokenizer round trip failed")
+    if tokenizer.decode(tokenizer.encode(SANITY_TEXT)) != SANITY_TEXT:
+        raise RuntimeError("tokenizer round trip failed")
     token_bytes = save_token_bytes(tokenizer, out_dir)
     ratio = _val_bytes_per_token(tokenizer)
     print0(f"Saved the tokenizer, token_bytes.pt and token_metadata.pt to {out_dir}"

@@ -43,36 +43,44 @@ SCALES = {  # the numbers that differ between a laptop run and a test run
 
 def pipeline_stages(scale="main", device_type="cpu"):
     "The stages of the pipeline at `scale`, in order"
-    if scale not in SCALES: raise ValueError(f"--scale={scale!r}: use one of {list(SCALES)}")
-    s, dev = SCALES[scale], f"--device-type={device_type}"
+    if scale not in SCALES:
+        raise ValueError(f"--scale={scale!r}: use one of {list(SCALES)}")
+    s = SCALES[scale]
+    dev = f"--device-type={device_type}"
     seq, dbs = s["seq"], s["dbs"]
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
     evals = lambda source: Stage(f"{source}_eval", "nanochat.scripts.chat_eval",
-                                 ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs), "-m", str(s["eval_tokens_max"]), dev])
+                                 ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs),
+                                  "-m", str(s["eval_tokens_max"]), dev])
     rl_eval_every = max(1, s["rl_steps"] // 3)
     return [
         Stage("data", "nanochat.dataset", ["--source=local", *s["corpus"]]),
-        Stage("tok_train", "nanochat.scripts.tok_train", [f"--vocab-size={s['vocab']}", f"--max-chars={s['tok_chars']}"]),
+        Stage("tok_train", "nanochat.scripts.tok_train",
+              [f"--vocab-size={s['vocab']}", f"--max-chars={s['tok_chars']}"]),
         Stage("tok_eval", "nanochat.scripts.tok_eval", []),
         Stage("base_train", "nanochat.scripts.base_train",
-              [f"--depth={s['depth']}", "--head-dim=64", *batch, "--window-pattern=L", f"--num-iterations={s['base_steps']}",
-               f"--eval-every={s['base_eval_every']}", f"--eval-tokens={s['eval_tokens']}", "--core-metric-every=-1",
-               "--sample-every=-1", "--compile=False", dev]),
+              [f"--depth={s['depth']}", "--head-dim=64", *batch, "--window-pattern=L",
+               f"--num-iterations={s['base_steps']}", f"--eval-every={s['base_eval_every']}",
+               f"--eval-tokens={s['eval_tokens']}", "--core-metric-every=-1", "--sample-every=-1",
+               "--compile=False", dev]),
         Stage("base_eval", "nanochat.scripts.base_eval",
-              ["--eval=bpb,core", "--local-bundle", f"--max-per-task={s['core_per_task']}", f"--device-batch-size={dbs}",
-               f"--split-tokens={s['eval_tokens']}", dev]),
+              ["--eval=bpb,core", "--local-bundle", f"--max-per-task={s['core_per_task']}",
+               f"--device-batch-size={dbs}", f"--split-tokens={s['eval_tokens']}", dev]),
         Stage("mid_train", "nanochat.scripts.mid_train",
-              [*batch, f"--num-iterations={s['mid_steps']}", f"--eval-tokens={s['eval_tokens']}", "--compile=False", dev]),
+              [*batch, f"--num-iterations={s['mid_steps']}", f"--eval-tokens={s['eval_tokens']}",
+               "--compile=False", dev]),
         evals("mid"),
         Stage("sft", "nanochat.scripts.chat_sft", ["--source=mid", f"--num-iterations={s['sft_steps']}",
                                                    f"--eval-metrics-max-problems={s['eval_problems']}", dev]),
         evals("sft"),
-        Stage("rl", "nanochat.scripts.chat_rl",  # offline: the synthetic arithmetic task; GSM8K with its data (--task=GSM8K)
+        # offline: the synthetic arithmetic task; GSM8K with its data (--task=GSM8K)
+        Stage("rl", "nanochat.scripts.chat_rl",
               ["--source=sft", "--task=SyntheticArithmetic", f"--num-iterations={s['rl_steps']}",
                f"--examples-per-step={s['rl_questions']}", f"--num-samples={s['rl_samples']}",
                f"--device-batch-size={s['rl_samples']}", f"--max-new-tokens={s['rl_tokens']}",
                "--init-lr-frac=0.1",  # measured at main scale: 0.5 also learned the arithmetic but erased spelling
-               f"--eval-every={rl_eval_every}", f"--eval-examples={s['eval_problems']}", f"--save-every={s['rl_steps']}", dev]),
+               f"--eval-every={rl_eval_every}", f"--eval-examples={s['eval_problems']}",
+               f"--save-every={s['rl_steps']}", dev]),
         evals("rl"),
         Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", dev]),
         Stage("report", "nanochat.report", ["generate"]),
@@ -89,8 +97,10 @@ def marker_path(index, stage):
 def finished(index, stage):
     "The marker of a finished stage (a dict), or None"
     p = marker_path(index, stage)
-    if not os.path.exists(p): return None
-    with open(p) as f: return json.load(f)
+    if not os.path.exists(p):
+        return None
+    with open(p) as f:
+        return json.load(f)
 
 def mark_finished(index, stage, seconds):
     info = {"stage": stage.name, "seconds": round(seconds, 1), "command": command_line(stage),
@@ -118,7 +128,8 @@ def run_stage(index, stage, echo=True):
         for line in proc.stdout:
             log.write(line)
             tail = (tail + [line])[-30:]
-            if echo: print(line, end="", flush=True)
+            if echo:
+                print(line, end="", flush=True)
         rc = proc.wait()
     if rc != 0:
         raise StageFailed(f"stage '{stage.name}' failed (exit code {rc}): {command_line(stage)}\n"
@@ -130,14 +141,14 @@ def run_stage(index, stage, echo=True):
 def transcript_prompts():
     "(label, conversation, task or None): an identity question, a synthetic arithmetic problem, a spelling count"
     from nanochat.tasks import SyntheticArithmetic, SpellingBee
-    arithmetic, spelling = SyntheticArithmetic(split="test"), SpellingBee(split="test")
+    arithmetic = SyntheticArithmetic(split="test")
+    spelling = SpellingBee(split="test")
     identity = {"messages": [{"role": "user", "content": "Who are you?"}, {"role": "assistant", "content": ""}]}
     return [("identity", identity, None), ("arithmetic (synthetic)", arithmetic[0], arithmetic),
             ("spelling (synthetic)", spelling[0], spelling)]
 
 def write_transcript(device_type="cpu", max_tokens=256):
     "Answer the transcript prompts with the newest model (temperature 0) and log a 'Transcript' report section"
-    import torch
     from nanochat.common import compute_init, autocast_ctx
     from nanochat.checkpoint_manager import newest_source, load_model
     from nanochat.engine import Engine
@@ -155,7 +166,8 @@ def write_transcript(device_type="cpu", max_tokens=256):
         grade = "" if task is None else (" (correct)" if task.evaluate(conversation, reply) else " (wrong)")
         question = conversation["messages"][0]["content"]
         quote = lambda text: text.replace("\n", "\n> ")  # keep a multi-line reply inside the quote
-        lines += [f"**{label}**{grade}", "", f"> **User:** {quote(question)}", ">", f"> **Assistant:** {quote(reply)}", ""]
+        lines += [f"**{label}**{grade}", "", f"> **User:** {quote(question)}", ">",
+                  f"> **Assistant:** {quote(reply)}", ""]
         print(f"[{label}] {question}\n  -> {reply}{grade}")
     get_report().log("Transcript", ["\n".join(lines)])
     return lines
@@ -175,15 +187,18 @@ def run_pipeline(cfg, stages=None):
     if cfg.stop_after and cfg.stop_after not in names:
         raise ValueError(f"--stop-after={cfg.stop_after!r} is not a stage: {names}")
     if cfg.dry_run:
-        for i, st in enumerate(stages): print(f"{i + 1:2d}. {st.name:11s} {command_line(st)}")
+        for i, st in enumerate(stages):
+            print(f"{i + 1:2d}. {st.name:11s} {command_line(st)}")
         return []
     os.makedirs(pipeline_dir(), exist_ok=True)
     config_path = os.path.join(pipeline_dir(), "config.json")
     if cfg.restart:
         for f in os.listdir(pipeline_dir()):
-            if f.endswith(".done") or f == "config.json": os.remove(os.path.join(pipeline_dir(), f))
+            if f.endswith(".done") or f == "config.json":
+                os.remove(os.path.join(pipeline_dir(), f))
     if os.path.exists(config_path):
-        with open(config_path) as f: earlier = json.load(f)
+        with open(config_path) as f:
+            earlier = json.load(f)
         if earlier["scale"] != cfg.scale:
             raise ValueError(f"the finished stages under {pipeline_dir()} ran at --scale={earlier['scale']}; "
                              f"resume with that scale, or start over with --restart")
@@ -215,8 +230,10 @@ def run_pipeline(cfg, stages=None):
 def main(argv=None):
     "The pipeline script"
     cfg = parse_config(PipelineConfig, argv, description=PipelineConfig.__doc__)
-    if cfg.transcript: return write_transcript(cfg.device_type)
-    try: return run_pipeline(cfg)
+    if cfg.transcript:
+        return write_transcript(cfg.device_type)
+    try:
+        return run_pipeline(cfg)
     except StageFailed as e:
         print(f"pipeline: {e}", file=sys.stderr)
         raise SystemExit(1)
@@ -231,19 +248,23 @@ def script_commands(path, env=None):
     import re
     text = open(path).read().replace("\\\n", " ")
     env = dict(env or {})
-    for name, default in re.findall(r'^\s*(\w+)="\$\{\w+:-([^}]*)\}"', text, re.M): env.setdefault(name, default)
+    for name, default in re.findall(r'^\s*(\w+)="\$\{\w+:-([^}]*)\}"', text, re.M):
+        env.setdefault(name, default)
     expand = lambda s: re.sub(r'\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)',
                               lambda m: env.get(m.group(1) or m.group(3), m.group(2) or ""), s)
     commands = []
     for line in text.splitlines():
         line = line.split(" #")[0].strip()
-        if line.startswith(("#", "echo", "printf")): continue
+        if line.startswith(("#", "echo", "printf")):
+            continue
         for part in re.split(r";|&&|\bthen\b|\belse\b", line):  # `if ...; then cmd; else cmd; fi` holds two
             part = part.strip().rstrip("&").strip()
             m = re.search(r'-m (nanochat[\w.]*)(.*)$', part)
-            if not m: continue
+            if not m:
+                continue
             args = [expand(a) for a in shlex.split(m.group(2))]
-            if args[:1] == ["--"]: args = args[1:]  # torchrun's separator
+            if args[:1] == ["--"]:
+                args = args[1:]  # torchrun's separator
             commands.append((m.group(1), args))
     return commands
 
@@ -261,8 +282,11 @@ def dry_run_commands(commands):
                     importlib.import_module(module).main(args)
                 errors.append(f"{module} {shlex.join(args)}: ran instead of stopping at the dry run")
             except SystemExit as e:
-                if e.code not in (0, None): errors.append(f"{module} {shlex.join(args)}: {out.getvalue().strip()[-300:]}")
+                if e.code not in (0, None):
+                    errors.append(f"{module} {shlex.join(args)}: {out.getvalue().strip()[-300:]}")
     finally:
-        if old is None: os.environ.pop("NANOCHAT_DRY_RUN")
-        else: os.environ["NANOCHAT_DRY_RUN"] = old
+        if old is None:
+            os.environ.pop("NANOCHAT_DRY_RUN")
+        else:
+            os.environ["NANOCHAT_DRY_RUN"] = old
     return errors
