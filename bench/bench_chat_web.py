@@ -4,9 +4,10 @@
     python bench/bench_chat_web.py --clients 8 --max-tokens 64 --requests 10
 
 The server is the real one (`python -m nanochat.scripts.chat_web`, one CPU worker) in a subprocess, serving the
-tiny hand-set "babbler" model (`save_babbler_checkpoint`: d1, n_embd 32, byte tokenizer), which never ends its turn,
-so every completion is exactly --max-tokens tokens. Each client thread keeps one HTTP connection and sends its
-requests back to back; latency is measured from sending the request to reading the last event.
+tiny hand-set "babbler" model (`nanochat.testing.save_babbler_checkpoint`: d1, n_embd 32, byte tokenizer), which
+never ends its turn, so every completion is exactly --max-tokens tokens. Each client thread keeps one HTTP
+connection and sends its requests back to back; latency is measured from sending the request to reading the last
+event.
 
 Baselines measured in the same run:
 * engine: the same model generating the same completions in this process with `Engine.generate` (no HTTP, no
@@ -33,7 +34,8 @@ import torch
 
 from nanochat.checkpoint_manager import load_model
 from nanochat.engine import Engine
-from nanochat.scripts.chat_web import save_babbler_checkpoint, render_prompt, ChatMessage
+from nanochat.scripts.chat_web import render_prompt, ChatMessage
+from nanochat.testing import save_babbler_checkpoint
 
 
 def free_port():

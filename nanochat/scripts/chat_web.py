@@ -6,21 +6,19 @@
 __all__ = ['SHORT_FLAGS', 'MAX_MESSAGES_PER_REQUEST', 'MAX_MESSAGE_LENGTH', 'MAX_TOTAL_CONVERSATION_LENGTH', 'MIN_TEMPERATURE',
            'MAX_TEMPERATURE', 'MIN_TOP_K', 'MAX_TOP_K', 'MIN_MAX_TOKENS', 'MAX_MAX_TOKENS', 'MAX_BODY_BYTES',
            'MAX_PENDING_TOKENS', 'UI_FILE', 'DRAIN_LIMIT', 'ChatWebConfig', 'parse_args', 'ChatMessage', 'ChatRequest',
-           'validate_chat_request', 'render_prompt', 'generate_text', 'Worker', 'load_workers',
-           'save_babbler_checkpoint', 'WorkerPool', 'produce_reply', 'sse', 'stream_completion', 'BodyLimit',
-           'chat_completions', 'health', 'stats', 'index', 'create_app', 'main']
+           'validate_chat_request', 'render_prompt', 'generate_text', 'Worker', 'load_workers', 'WorkerPool',
+           'produce_reply', 'sse', 'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index',
+           'create_app', 'main']
 
 # %% ../../nbs/31_chat_web.ipynb #f4d4788e
 import os, sys, json, time, random, asyncio, threading, collections, importlib.resources
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from contextlib import asynccontextmanager
 from typing import List, Optional
 import torch
 from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_dtype, setup_default_logging,
-                             logger, in_notebook, get_base_dir)
-from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source, save_checkpoint, CHECKPOINT_DIRS
-from ..tokenizer import CharLevelTokenizer, save_token_bytes
-from ..gpt import GPT, GPTConfig
+                             logger, in_notebook)
+from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source
 from ..engine import Engine
 try:
     import uvicorn
@@ -177,31 +175,6 @@ def load_workers(cfg):
         workers.append(Worker(i, device, Engine(model, tokenizer), tokenizer, model.config.sequence_len))
         logger.info(f"Worker {i}: {source}/{model_tag} step {step} on {device}")
     return workers, f"{source}/{model_tag} step {step}"
-
-# %% ../../nbs/31_chat_web.ipynb #214e5e68
-def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', alphabet='abcdefghijklmnopqrstuvwxyz ',
-                            sequence_len=4096, n_layer=1, n_embd=32, step=0):
-    "A tiny hand-set model that samples `alphabet` (ASCII) forever, with a byte tokenizer: try the server untrained"
-    base_dir = base_dir or get_base_dir()
-    tokenizer, tokenizer_dir = CharLevelTokenizer(), os.path.join(base_dir, 'tokenizer')
-    tokenizer.save(tokenizer_dir)
-    save_token_bytes(tokenizer, tokenizer_dir)
-    config = GPTConfig(sequence_len=sequence_len, vocab_size=tokenizer.get_vocab_size(), n_layer=n_layer,
-                       n_head=n_embd // 16, n_kv_head=n_embd // 16, n_embd=n_embd)
-    torch.manual_seed(0)
-    model = GPT(config)
-    model.init_weights()
-    with torch.no_grad():
-        model.transformer.wte.weight[:, 0] = 20.0  # a large constant feature in every token's embedding...
-        lm_head = model.lm_head.weight
-        lm_head.zero_()
-        lm_head[:, 0] = -3.0  # ...that the output layer reads: every token very unlikely (logit -12)...
-        lm_head[tokenizer.encode(alphabet), 0] = 3.0  # ...but the alphabet's, all equally likely (logit +12)...
-        if ' ' in alphabet:
-            lm_head[tokenizer.encode(' '), 0] = 4.1  # ...with spaces a bit more likely: "words"
-    checkpoint_dir = os.path.join(base_dir, CHECKPOINT_DIRS[source], model_tag)
-    save_checkpoint(checkpoint_dir, step, model.state_dict(), None, {'step': step, 'model_config': asdict(config)})
-    return checkpoint_dir
 
 # %% ../../nbs/31_chat_web.ipynb #3f9d0c6a
 class WorkerPool:
