@@ -10,14 +10,17 @@ A 16-token prompt, then 256 generated tokens (sampling with --temperature/--top-
 Per depth it reports, with wall-clock and CPU rates (tokens per CPU-second of all threads, from process_time), best
 of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
-    engine     nanochat.engine.Engine.generate
-    reference  nanochat's loop of mid-January 2026, rebuilt here on the same model: torch.multinomial sampling,
-               get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
+    engine     nanochat.engine.Engine.generate (eager)
+    compiled   Engine(compile=True): one compiled single-token step over a fixed-size cache (compiled before timing;
+               the compile time is printed)
+    reference  the baseline: nanochat's loop of mid-January 2026, rebuilt here on the same model: torch.multinomial
+               sampling, get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
+  and each method's speed-up over the reference (CPU rates);
+- that the compiled engine gives exactly the eager engine's tokens at temperature 0;
 - prefill tokens/s (a 256-token prompt into a batch-1 cache) and time to first token (16- and 256-token prompts)
 - KV cache bytes per token and row.
-Targets for d4 (task brief): engine decode >= 420 tokens/s at batch 1 and >= 1,900 at batch 8 (reference measured
-earlier at 352 / 1,598). The machine is shared: compare engine and reference from the same run, and read CPU time.
+The machine is shared: compare methods from the same run, and read CPU time.
 
 Threads (--threads auto, the default): 1 thread at batch 1, all cores at larger batches. At batch 1 every matmul
 is a matrix-vector product too small to split: a second OpenMP thread mostly waits at barriers, and on a 2-core
@@ -34,6 +37,7 @@ import torch.nn.functional as F
 from nanochat.engine import Engine, KVCache, RowState
 from nanochat.tokenizer import SPECIAL_TOKENS
 import bench_gpt  # bench/ is on sys.path when a bench script runs
+from bench_train import cpu_report
 
 
 class NoStopTokenizer:
@@ -154,6 +158,9 @@ def main():
     p.add_argument('--no-naive', action='store_true', help='skip the (slow) no-cache baselines')
     args = p.parse_args()
     def threads_for(batch): return (1 if batch == 1 else os.cpu_count()) if args.threads == 'auto' else int(args.threads)
+    from nanochat.common import get_peak_flops
+    print(cpu_report())
+    print(f"fp32 matmul peak measured now: {get_peak_flops('cpu') / 1e9:.0f} GFLOP/s")
     print(f"torch {torch.__version__}, threads {args.threads}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; temperature {args.temperature}, top_k {args.top_k}, "
           f"{args.prompt_len}-token prompt + {args.new_tokens} tokens, best of {args.repeats}")
@@ -164,17 +171,27 @@ def main():
         model = make_model(depth)
         c = model.config
         engine = Engine(model, NoStopTokenizer(c.vocab_size))
+        compiled = Engine(model, NoStopTokenizer(c.vocab_size), compile=True)
         prompt = torch.randint(0, c.vocab_size, (args.prompt_len,), generator=torch.Generator().manual_seed(1)).tolist()
         kv_bytes = 2 * c.n_layer * c.n_kv_head * (c.n_embd // c.n_head) * torch.tensor([], dtype=engine.kv_cache_kwargs()['dtype']).element_size()
         print(f"\nd{depth}: n_embd {c.n_embd}, {c.n_layer} layers, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M params, "
               f"KV cache {kv_bytes:,} bytes per token per row ({kv_bytes * (args.prompt_len + args.new_tokens) / 2**20:.1f} MiB per row here)")
         torch.set_num_threads(threads_for(1))
         for _ in engine.generate(prompt, max_tokens=8): pass  # warm up
-        print(f"{'batch':>5} {'threads':>7} {'method':>10} {'tok/s wall':>11} {'tok/s CPU':>10} {'TTFT ms':>8} {'engine speed-up (CPU)':>22}")
+        print(f"{'batch':>5} {'threads':>7} {'method':>10} {'tok/s wall':>11} {'tok/s CPU':>10} {'TTFT ms':>8} {'vs reference (CPU)':>19}")
         for batch in [int(b) for b in args.batches.split(',')]:
             torch.set_num_threads(threads_for(batch))
+            t0 = time.perf_counter()
+            for _ in compiled.generate(prompt, num_samples=batch, **gen_kw): pass  # compiles this batch size once
+            compile_s = time.perf_counter() - t0
+            greedy = dict(gen_kw, temperature=0.0)
+            same = [c for c, _ in engine.generate(prompt, num_samples=batch, **greedy)] == \
+                   [c for c, _ in compiled.generate(prompt, num_samples=batch, **greedy)]
+            print(f"batch {batch}: compiled the decode step in {compile_s:.0f} s; temperature 0: compiled tokens "
+                  f"{'identical to' if same else 'DIFFER from'} the eager engine's")
             methods = {
                 'engine': (lambda: engine.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
+                'compiled': (lambda: compiled.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
                 'reference': (lambda: reference_generate(engine, prompt, batch, args.new_tokens, args.temperature, top_k), args.repeats),
             }
             if not args.no_naive:  # slow (quadratic): one run
@@ -182,8 +199,9 @@ def main():
                                     else (lambda: naive_batched(model, prompt, batch, args.new_tokens, args.temperature, top_k)), 1)
             rows = best_decode(methods, batch, args.repeats)
             for name, (wall, cpu, ttft) in rows.items():
-                speedup = '' if name == 'engine' else f"{rows['engine'][1] / cpu:.2f}x"
-                print(f"{batch:>5} {torch.get_num_threads():>7} {name:>10} {wall:>11,.0f} {cpu:>10,.0f} {ttft * 1e3:>8.1f} {speedup:>22}", flush=True)
+                speedup = '' if name == 'reference' else f"{cpu / rows['reference'][1]:.2f}x"
+                print(f"{batch:>5} {torch.get_num_threads():>7} {name:>10} {wall:>11,.0f} {cpu:>10,.0f} {ttft * 1e3:>8.1f} "
+                      f"{speedup:>19}", flush=True)
             results[(depth, batch)] = rows
         for plen in (args.prompt_len, 256):
             torch.set_num_threads(threads_for(plen))  # a prompt is a batch of tokens for the matmuls
@@ -191,10 +209,12 @@ def main():
             ttft = min(time_stream(engine.generate(list(range(plen)), max_tokens=1))[1][0] for _ in range(args.repeats))
             print(f"prefill {plen:>3} tokens ({torch.get_num_threads()} thread(s)): {wall:>8,.0f} tok/s wall, {cpu:>8,.0f} tok/s CPU; "
                   f"time to first token {ttft * 1e3:.1f} ms")
-    if (4, 1) in results and (4, 8) in results:
-        e1, e8 = results[(4, 1)]['engine'], results[(4, 8)]['engine']
-        print(f"\nd4 targets: batch 1 >= 420 tok/s: {e1[0]:,.0f} wall / {e1[1]:,.0f} CPU; "
-              f"batch 8 >= 1,900 tok/s: {e8[0]:,.0f} wall / {e8[1]:,.0f} CPU")
+    print("\n| depth | batch | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop |")
+    print("|---|---|---|---|---|---|---|")
+    for (depth, batch), rows in results.items():
+        r, e, c = rows['reference'][1], rows['engine'][1], rows['compiled'][1]
+        print(f"| d{depth} | {batch} | {r:,.0f} | {e:,.0f} | {c:,.0f} | {e / r:.2f}x | {c / r:.2f}x |")
+    print("(CPU-time rates: tokens per CPU-second of all threads)")
     print(f"load average at the end {os.getloadavg()[0]:.1f} (other processes on this machine distort wall-clock timings)")
 
 

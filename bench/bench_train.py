@@ -1,95 +1,233 @@
-"""Training throughput benchmark (CPU): tokens/s and MFU of base_train's loop for d4/d6 at seq 256/512, eager and
-torch.compile, plus a 200-step d4 run whose val bpb is compared with the reference's 2.218.
+"""Training throughput on the CPU: this project's base_train loop next to nanochat's step structure, in one run.
 
-Setup as in DEVELOPERS.md: the benchmark corpus (`python ../shared/tools/make_bench_corpus.py --out DIR`, built into
-/tmp/bench_corpus if missing), a vocab-4096 BPE tokenizer trained on it, batch 8 sequences, total batch 2048 tokens
-(seq 256) / 4096 (seq 512), window L, reference defaults otherwise. The baseline in the same run is the machine's
-measured fp32 matmul peak (MFU) and the eager loop (compiled speed-up). Not a test: it prints a table.
+    python bench/bench_train.py                  # d4/d6 x seq 256/512, eager, d4/d6 seq 256 compiled, + val bpb
+    python bench/bench_train.py --quick          # d4 seq 256 eager only
+    python bench/bench_train.py --bpb-steps 0    # throughput only
+    python bench/bench_train.py --corpus DIR     # any directory of FineWeb-format shards
 
-    python bench/bench_train.py                 # everything (~10-15 min on 2 cores; compile adds ~1 min per config)
-    python bench/bench_train.py --quick         # d4 seq 256 eager only, 30 steps
-    python bench/bench_train.py --bpb-steps 200 # the val-bpb parity run only
+Both sides run the same loop (`nanochat.scripts.base_train.train`: same data, tokenizer, model, init, schedules and
+optimizers), once as this project ships it and once with nanochat's step structure (a91743c) swapped in:
+- the loss: logits materialised (B*T, vocab) in fp32, `15 * tanh(logits / 15)`, `F.cross_entropy` (the project fuses
+  `lm_head` and the loss in row chunks on the CPU; see the GPT notebook);
+- Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
+  the matmul with `baddbmm`);
+- compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
+  the project compiles it when `--compile=1`); eager mode compiles nothing on either side.
+AdamW is torch's fused kernel on both sides (nanochat's own compiled AdamW step is not rebuilt here).
+
+Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
+tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
+defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
+over the fp32 matmul peak measured in this run. The val-bpb rows train 200 steps (d4, seq 256, eager) on each side
+from the same seed and compare them. Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """
-import argparse, os, subprocess, sys, tempfile, time
+import argparse, os, re, statistics, sys, tempfile, time
 import torch
+import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MAKE_CORPUS = os.path.join(HERE, "..", "..", "shared", "tools", "make_bench_corpus.py")
-CORPUS = os.environ.get("BENCH_CORPUS", "/tmp/bench_corpus")
-TARGET_TOK_S, REF_BPB = 4100, 2.218
+CORPUS = os.path.join(tempfile.gettempdir(), "nanochat_bench_local_corpus")
 
-def ensure_corpus():
-    if os.path.isdir(CORPUS) and any(f.endswith(".parquet") for f in os.listdir(CORPUS)): return True
-    if not os.path.exists(MAKE_CORPUS):
-        print(f"no benchmark corpus at {CORPUS} and no {MAKE_CORPUS}: nothing to measure"); return False
-    subprocess.run([sys.executable, MAKE_CORPUS, "--out", CORPUS], check=True)
-    return True
 
-def ensure_tokenizer(base):
+def cpu_report():
+    "One line: CPU model, the SIMD / matrix features torch can use, torch's kernel level, threads, bf16 probe"
+    from nanochat.common import cpu_bf16_matmul_is_fast
+    model, flags = "unknown CPU", set()
+    if os.path.exists("/proc/cpuinfo"):
+        text = open("/proc/cpuinfo").read()
+        m = re.search(r"model name\s*:\s*(.*)", text)
+        model = m.group(1).strip() if m else model
+        m = re.search(r"flags\s*:\s*(.*)", text)
+        flags = set(m.group(1).split()) if m else flags
+    wanted = ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16"]
+    found = [f for f in wanted if f in flags] or ["(flags not readable)"]
+    level = torch.backends.cpu.get_cpu_capability()
+    fast = cpu_bf16_matmul_is_fast()
+    return (f"{model} | features: {' '.join(found)} | torch kernels: {level} | {torch.get_num_threads()} threads "
+            f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'}")
+
+
+def ensure_corpus(corpus=None):
+    "A directory of shards: `corpus` as given, else the project's offline corpus (built on first use)"
+    from nanochat.dataset import ensure_data, list_parquet_files
+    return os.path.dirname(list_parquet_files(ensure_data(corpus or CORPUS))[0])
+
+
+def ensure_tokenizer(base, corpus):
+    "A vocab-4096 BPE tokenizer trained on the corpus, under `base`/tokenizer"
     from nanochat.tokenizer import RustBPETokenizer, save_token_bytes
     from nanochat.dataset import parquets_iter_batched
     tok_dir = os.path.join(base, "tokenizer")
-    if os.path.exists(os.path.join(tok_dir, "token_bytes.pt")): return
+    if os.path.exists(os.path.join(tok_dir, "token_bytes.pt")):
+        return
+
     def texts():
         n = 0
-        for batch in parquets_iter_batched("train", data_dir=CORPUS):
+        for batch in parquets_iter_batched("train", data_dir=corpus):
             for t in batch:
-                yield t[:10000]; n += len(t)
-                if n > 50_000_000: return
+                yield t[:10000]
+                n += len(t)
+                if n > 50_000_000:
+                    return
+
     t0 = time.time()
     tok = RustBPETokenizer.train_from_iterator(texts(), 4096)
-    tok.save(tok_dir); save_token_bytes(tok, tok_dir)
+    tok.save(tok_dir)
+    save_token_bytes(tok, tok_dir)
     print(f"trained the vocab-4096 tokenizer in {time.time() - t0:.1f}s")
 
+
+# --- nanochat's step structure (a91743c), swapped in for the baseline -------------------------------------------
+def nanochat_forward(self, idx, targets=None, kv_cache=None, loss_reduction='mean'):
+    "GPT.forward as nanochat writes it: the logits are materialised, capped with tanh, then F.cross_entropy"
+    from nanochat.gpt import norm
+    B, T = idx.size()
+    T0 = 0 if kv_cache is None else kv_cache.get_pos()
+    cos_sin = self.cos[:, T0:T0 + T], self.sin[:, T0:T0 + T]
+    x = norm(self.transformer.wte(idx))
+    x0 = x
+    for i, block in enumerate(self.transformer.h):
+        x = self.resid_lambdas[i] * x + self.x0_lambdas[i] * x0
+        ve = self.value_embeds[str(i)](idx) if str(i) in self.value_embeds else None
+        x = block(x, ve, cos_sin, self.window_sizes[i], kv_cache)
+    x = norm(x)
+    softcap = 15
+    logits = self.lm_head(x)[..., :self.config.vocab_size].float()
+    logits = softcap * torch.tanh(logits / softcap)
+    if targets is None:
+        return logits
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1,
+                           reduction=loss_reduction)
+
+
+def nanochat_quintic(G, coeffs, norm_scale, eps, dtype):
+    "Polar Express as nanochat writes it: the polynomial with separate scale, matmul and add"
+    from nanochat.optim import get_orth_dtype
+    X = G.to(get_orth_dtype(G.device, dtype))
+    tall = G.size(-2) > G.size(-1)
+    if tall:
+        X = X.mT
+    X = X / (X.norm(dim=(-2, -1), keepdim=True) * norm_scale + eps)
+    for a, b, c in coeffs:
+        A = X @ X.mT
+        B = b * A + c * (A @ A)
+        X = a * X + B @ X
+    return X.mT if tall else X
+
+
+class Side:
+    "Switch the process between the project's code and nanochat's step structure"
+    def __init__(self):
+        import nanochat.gpt as gpt, nanochat.optim as optim
+        self.gpt, self.optim = gpt, optim
+        self.project = (gpt.GPT.forward, optim._quintic_iteration)
+
+    def use(self, side):
+        forward, quintic = self.project if side == "project" else (nanochat_forward, nanochat_quintic)
+        self.gpt.GPT.forward = forward
+        self.optim._quintic_iteration = quintic
+        self.optim._compiled_muon_step = None  # a compiled Muon step belongs to one side
+        torch._dynamo.reset()
+
+
 def measure(depth, seq, compile_, steps, extra=()):
-    "Steady-state tokens/s (median step after warm-up) and MFU of the real training loop"
+    "Median step time after warm-up of the real training loop: tokens/s, MFU, the run"
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, train
     stamps = []
     flags = [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
              f"--total-batch-size={8 * seq}", "--window-pattern=L", f"--num-iterations={steps}", "--eval-every=-1",
-             "--core-metric-every=-1", "--sample-every=-1", f"--compile={compile_}", "--device-type=cpu",
+             "--core-metric-every=-1", "--sample-every=-1", f"--compile={int(compile_)}", "--device-type=cpu",
              f"--model-tag=bench_d{depth}_{seq}_{int(compile_)}", *extra]
     t0 = time.time()
     run = train(parse_config(TrainConfig, flags), on_step=lambda r: stamps.append(time.time()))
-    dts = sorted(b - a for a, b in zip(stamps[2:], stamps[3:]))  # skip warm-up / compile steps
-    dt = dts[len(dts) // 2]
-    tok_s = 8 * seq / dt
-    mfu = run.num_flops_per_token * tok_s / run.peak_flops
-    return dict(tok_s=tok_s, mfu=mfu, wall=time.time() - t0, run=run)
+    dts = [b - a for a, b in zip(stamps[2:], stamps[3:])]  # skip the warm-up / compile steps
+    tok_s = 8 * seq / statistics.median(dts)
+    return dict(tok_s=tok_s, mfu=run.num_flops_per_token * tok_s / run.peak_flops, wall=time.time() - t0, run=run)
+
+
+def profile_table(depth=4, seq=256, steps=3):
+    "base_train's per-phase profile (profile_steps) of a d4 eager step, as markdown rows"
+    from nanochat.common import parse_config
+    from nanochat.scripts.base_train import TrainConfig, setup, train_step, profile_steps, OP_KINDS
+    flags = [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
+             f"--total-batch-size={8 * seq}", "--window-pattern=L", "--num-iterations=100", "--eval-every=-1",
+             "--core-metric-every=-1", "--sample-every=-1", "--compile=0", "--device-type=cpu", "--model-tag=prof"]
+    run = setup(parse_config(TrainConfig, flags))
+    for _ in range(2):
+        train_step(run)
+    prof = profile_steps(run, steps)
+    cols = OP_KINDS + ("Python & framework", "total")
+    lines = ["| phase | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for phase, row in prof.items():
+        lines.append(f"| {phase} | " + " | ".join(f"{row[c]:.1f}" for c in cols) + " |")
+    total = sum(row["total"] for row in prof.values())
+    shares = [f"{100 * sum(row[c] for row in prof.values()) / total:.0f}%" for c in cols]
+    lines.append("| share of the step | " + " | ".join(shares) + " |")
+    return "\n".join(lines)
+
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--bpb-steps", type=int, default=200)
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="d4 seq 256 eager only")
+    p.add_argument("--steps", type=int, default=20, help="steps per throughput measurement")
+    p.add_argument("--bpb-steps", type=int, default=200, help="steps of the val-bpb comparison (0: skip)")
     p.add_argument("--eval-tokens", type=int, default=262144)
+    p.add_argument("--profile", action="store_true", help="only the per-phase profile of a d4 step, both sides")
+    p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     args = p.parse_args()
-    if not ensure_corpus(): return
+    corpus = ensure_corpus(args.corpus)
     base = tempfile.mkdtemp(prefix="bench_train_")
-    os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=CORPUS)
-    ensure_tokenizer(base)
+    os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
+    ensure_tokenizer(base, corpus)
+    from nanochat.common import get_peak_flops
+    print(cpu_report())
     load = os.getloadavg()[0]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average {load:.2f}"
-          + ("  (busy machine: numbers are low)" if load > 1.5 else ""))
+    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {get_peak_flops('cpu') / 1e9:.0f} GFLOP/s, "
+          f"load average {load:.2f}" + ("  (busy machine: numbers are low and noisy)" if load > 1.5 else ""))
+    side = Side()
+    if args.profile:
+        for name in ("nanochat", "project"):
+            side.use(name)
+            print(f"\nd4, seq 256, batch 8, eager, {name}{' structure' if name == 'nanochat' else ''}: ms per step\n")
+            print(profile_table())
+        side.use("project")
+        return
+    configs = [(4, 256, False)]
+    if not args.quick:
+        configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
     rows = []
-    configs = [(4, 256, False)] if args.quick else [(4, 256, False), (4, 256, True), (4, 512, False), (6, 256, False), (6, 512, False), (6, 256, True)]
     for depth, seq, comp in configs:
-        r = measure(depth, seq, comp, args.steps if not args.quick else 30)
+        r = {}
+        for name in ("nanochat", "project"):  # the same config back to back, baseline first
+            side.use(name)
+            r[name] = measure(depth, seq, comp, args.steps)
+        side.use("project")
         rows.append((depth, seq, comp, r))
-        print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: {r['tok_s']:7,.0f} tok/s  MFU {100 * r['mfu']:5.1f}%  ({r['wall']:.0f}s)", flush=True)
-    print(f"\n| model | seq | mode | tokens/s | MFU vs measured fp32 matmul peak | target |")
-    print("|---|---|---|---|---|---|")
+        n, q = r["nanochat"], r["project"]
+        print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
+              f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
+              f"| {q['tok_s'] / n['tok_s']:.2f}x", flush=True)
+    print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project |")
+    print("|---|---|---|---|---|---|---|---|")
     for depth, seq, comp, r in rows:
-        target = f"{TARGET_TOK_S:,} ({'met' if r['tok_s'] >= TARGET_TOK_S else 'MISSED'})" if (depth, seq) == (4, 256) else "-"
-        print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {r['tok_s']:,.0f} | {100 * r['mfu']:.1f}% | {target} |")
-    if args.quick or args.bpb_steps <= 0: return
-    # val bpb parity: d4, seq 256, batch 8, total 2048, window L, reference defaults, eager
-    t0 = time.time()
-    r = measure(4, 256, False, args.bpb_steps, extra=[f"--eval-every={args.bpb_steps}", f"--eval-tokens={args.eval_tokens}", "--model-tag=bench_bpb"])
-    bpb = r["run"].state.val_bpb
-    print(f"\nval bpb after {args.bpb_steps} steps: {bpb:.4f} (reference 2.218; {100 * (bpb / REF_BPB - 1):+.2f}%, target within 1%) "
-          f"| end-to-end {time.time() - t0:.0f}s | {r['tok_s']:,.0f} tok/s")
+        n, q = r["nanochat"], r["project"]
+        print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
+              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * n['mfu']:.1f}% | {100 * q['mfu']:.1f}% |")
+    if args.quick or args.bpb_steps <= 0:
+        return
+    bpbs = {}
+    for name in ("nanochat", "project"):
+        side.use(name)
+        t0 = time.time()
+        r = measure(4, 256, False, args.bpb_steps, extra=[f"--eval-every={args.bpb_steps}",
+                                                         f"--eval-tokens={args.eval_tokens}", f"--model-tag=bpb_{name}"])
+        bpbs[name] = (r["run"].state.val_bpb, r["tok_s"], time.time() - t0)
+    side.use("project")
+    (nb, nt, nw), (pb, pt, pw) = bpbs["nanochat"], bpbs["project"]
+    print(f"\nval bpb after {args.bpb_steps} steps (d4, seq 256, eager, same seed and data): nanochat structure "
+          f"{nb:.4f} ({nw:.0f}s), project {pb:.4f} ({pw:.0f}s): {100 * (pb / nb - 1):+.3f}% "
+          f"(goal: within 0.5%); {pt / nt:.2f}x the tokens/s")
+
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'sample_next_token', 'use_calculator', 'RowState',
-           'Engine']
+           'Engine', 'KVCacheView', 'decode_step', 'cache_capacity', 'get_decode_step']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, time, operator
@@ -167,9 +167,10 @@ class RowState:
 # %% ../nbs/12_engine.ipynb #e73c46cb
 class Engine:
     "Batched, KV-cached generation with tool use, for a GPT and its tokenizer"
-    def __init__(self, model, tokenizer):
+    def __init__(self, model, tokenizer, compile=False):
         self.model = model
         self.tokenizer = tokenizer # needed for tool use
+        self.compile = compile # decode through one compiled single-token step (see "Compiled decoding")
         S = tokenizer.encode_special
         self.special = dict(python_start=S("<|python_start|>"), python_end=S("<|python_end|>"),
                             output_start=S("<|output_start|>"), output_end=S("<|output_end|>"),
@@ -226,12 +227,15 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
     limit = self.max_positions()  # generation stops when the sequence fills the rotary table
+    compiled = self.compile and max_tokens is not None  # a compiled step needs a cache that never grows
     if max_tokens is None:
         max_tokens = limit - len(tokens)
         cache_len = min(len(tokens) + model.config.sequence_len, limit)
     else:
         max_tokens = min(max_tokens, limit - len(tokens))
         cache_len = len(tokens) + max_tokens
+    if compiled:
+        cache_len = cache_capacity(cache_len) # a few sizes, each compiled once
     # 1) Prefill the prompt once, at batch 1
     kv_prefill = KVCache(1, seq_len=len(tokens), **self.kv_cache_kwargs())
     ids = torch.tensor([tokens], dtype=torch.long, device=device)
@@ -243,7 +247,10 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     row_states = [RowState(tokens.copy()) for _ in range(num_samples)]
     # 3) Decode all rows in lockstep
     for step in range(max_tokens):
-        if step > 0:
+        if step > 0 and compiled:
+            logits = get_decode_step()(model, ids, kv_cache.k_cache, kv_cache.v_cache, kv_cache.cache_seqlens)
+            kv_cache.pos += 1 # the step advanced cache_seqlens on the device; keep the Python mirror in step
+        elif step > 0:
             kv_cache.ensure_room(1, max_len=limit)
             logits = model.forward(ids, kv_cache=kv_cache)[:, -1, :]
         next_ids = sample_next_token(logits, rng, temperature, top_k)  # (B, 1)
@@ -278,3 +285,38 @@ def generate_batch(self: Engine, tokens, num_samples=1, **kwargs):
         if all(completed):
             break
     return results, masks
+
+# %% ../nbs/12_engine.ipynb #07095bcd
+class KVCacheView:
+    "A KVCache's tensors with the position only as data (cache_seqlens): what a compiled decode step sees"
+    def __init__(self, k_cache, v_cache, cache_seqlens):
+        self.k_cache = k_cache
+        self.v_cache = v_cache
+        self.cache_seqlens = cache_seqlens
+        self.n_layers = k_cache.size(0)
+
+    def get_pos(self):
+        return self.cache_seqlens[0] # a 0-D tensor: the compiled graph does not change with the position
+
+    def get_layer_cache(self, layer_idx):
+        return self.k_cache[layer_idx], self.v_cache[layer_idx]
+
+    def advance(self, num_tokens):
+        self.cache_seqlens += num_tokens # on the device; the caller keeps KVCache.pos in step
+
+def decode_step(model, ids, k_cache, v_cache, cache_seqlens):
+    "Logits (B, vocab) for one new token per row, over a cache whose position is data (compiled by the engine)"
+    return model.forward(ids, kv_cache=KVCacheView(k_cache, v_cache, cache_seqlens))[:, -1, :]
+
+def cache_capacity(positions, smallest=64):
+    "The cache size a compiled decode uses for `positions`: the next power of two, so few sizes ever compile"
+    return max(smallest, 1 << (positions - 1).bit_length())
+
+_compiled_decode_step = None
+
+def get_decode_step():
+    "`decode_step`, compiled once per process (each batch size and cache capacity adds one graph)"
+    global _compiled_decode_step
+    if _compiled_decode_step is None:
+        _compiled_decode_step = torch.compile(decode_step, dynamic=False, fullgraph=True)
+    return _compiled_decode_step

@@ -129,6 +129,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         y = _load_flash_attention_3()[0].flash_attn_with_kvcache(
             q, k_cache, v_cache, k=k, v=v, cache_seqlens=cache_seqlens, causal=causal, window_size=window_size)
         return y[0] if isinstance(y, tuple) else y
+    if torch.compiler.is_compiling():  # a compiled decode step: no host sync, the same shapes at every position
+        return _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, tuple(window_size))
     T_new = q.size(1)
     pos = int(cache_seqlens[0])  # all rows share one position (as in nanochat's engine)
     end = pos + T_new
@@ -139,6 +141,36 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         v_cache[:, pos:end] = v
     q_, k_, v_ = q.transpose(1, 2), k_cache[:, :end].transpose(1, 2), v_cache[:, :end].transpose(1, 2)
     return _sdpa_attention(q_, k_, v_, causal, tuple(window_size)).transpose(1, 2)
+
+# %% ../nbs/04_attention.ipynb #47e805a0
+def _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, window_size):
+    "flash_attn_with_kvcache without host syncs or data-dependent shapes: per-row positions, a masked full cache"
+    B, T_new, H, D = q.shape
+    T_max, H_kv = k_cache.size(1), k_cache.size(2)
+    positions = cache_seqlens[:, None].long() + torch.arange(T_new, device=q.device)  # (B, T_new) absolute positions
+    if k is not None:
+        rows = torch.arange(B, device=q.device)[:, None]
+        k_cache.index_put_((rows, positions), k)
+        v_cache.index_put_((rows, positions), v)
+    keys = torch.arange(T_max, device=q.device)
+    left, right = window_size
+    right = 0 if causal else right
+    keep = torch.ones(B, T_new, T_max, dtype=torch.bool, device=q.device)  # (B, T_new, T_max), True = attend
+    keep = keep & (keys <= positions[..., None] + right) if right >= 0 else keep & (keys < T_max)
+    keep = keep & (keys < (cache_seqlens[:, None, None] + T_new))  # never the empty tail of the cache
+    if left >= 0:
+        keep = keep & (keys >= positions[..., None] - left)
+    if T_new == 1:  # decode: scores as a product-and-sum over the cache in its own layout (no copy of the cache)
+        G = H // H_kv
+        qg = q.view(B, 1, H_kv, G, D)  # (B, 1, H_kv, G, D): query heads grouped by their kv head
+        scores = (qg * k_cache[:, :, :, None, :]).sum(-1) * D ** -0.5  # (B, T_max, H_kv, G)
+        scores = scores.masked_fill(~keep[:, 0, :, None, None], float("-inf"))
+        probs = torch.softmax(scores.float(), dim=1).to(q.dtype)
+        y = (probs[..., None] * v_cache[:, :, :, None, :]).sum(1)  # (B, H_kv, G, D)
+        return y.reshape(B, 1, H, D)
+    y = F.scaled_dot_product_attention(q.transpose(1, 2), k_cache.transpose(1, 2), v_cache.transpose(1, 2),
+                                       attn_mask=keep[:, None], enable_gqa=H != H_kv)
+    return y.transpose(1, 2)
 
 # %% ../nbs/04_attention.ipynb #43ad653b
 flash_attn = SimpleNamespace(flash_attn_func=flash_attn_func, flash_attn_with_kvcache=flash_attn_with_kvcache)

@@ -347,10 +347,15 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
     B, T = idx.size()
     # Rotary tables for the current positions (offset by what the KV cache already holds)
     T0 = 0 if kv_cache is None else kv_cache.get_pos()
-    if T0 + T > self.cos.size(1):
-        raise ValueError(f"Sequence length grew beyond the rotary embeddings cache: positions {T0}..{T0 + T - 1} "
-                         f"but only {self.cos.size(1)} (10 x sequence_len) were precomputed")
-    cos_sin = self.cos[:, T0:T0+T], self.sin[:, T0:T0+T]
+    if torch.is_tensor(T0):
+        # a compiled decode step's cache (engine): the position is data, so one graph serves every position
+        positions = T0 + torch.arange(T, device=idx.device)
+        cos_sin = self.cos[:, positions], self.sin[:, positions]
+    else:
+        if T0 + T > self.cos.size(1):
+            raise ValueError(f"Sequence length grew beyond the rotary embeddings cache: positions {T0}..{T0 + T - 1} "
+                             f"but only {self.cos.size(1)} (10 x sequence_len) were precomputed")
+        cos_sin = self.cos[:, T0:T0+T], self.sin[:, T0:T0+T]
     # Forward the trunk of the Transformer
     x = self.transformer.wte(idx)
     x = norm(x)
