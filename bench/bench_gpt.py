@@ -19,6 +19,7 @@ import statistics
 import time
 
 import torch
+from nanochat.engine import KVCache
 
 from nanochat.common import measure_matmul_flops
 from nanochat.gpt import GPT, GPTConfig
@@ -70,25 +71,13 @@ def bench_train(model, batch_size, seq_len, steps, compile_too):
     return {name: (statistics.median(ts), min(ts)) for name, ts in times.items()}, first
 
 
-class _KVCache:
-    "Minimal FA3-layout KV cache (as nanochat.engine.KVCache)"
-    def __init__(self, batch_size, num_heads, seq_len, head_dim, num_layers):
-        self.n_layers = num_layers
-        self.k_cache = torch.zeros(num_layers, batch_size, seq_len, num_heads, head_dim)
-        self.v_cache = torch.zeros(num_layers, batch_size, seq_len, num_heads, head_dim)
-        self.cache_seqlens = torch.zeros(batch_size, dtype=torch.int32)
-    def get_pos(self): return self.cache_seqlens[0].item()
-    def get_layer_cache(self, layer_idx): return self.k_cache[layer_idx], self.v_cache[layer_idx]
-    def advance(self, num_tokens): self.cache_seqlens += num_tokens
-
-
 @torch.inference_mode()
 def bench_decode(model, prompt_len=16, new_tokens=200):
     "Greedy single-token decode with a KV cache: median tokens/s over 4 runs"
     c = model.config
     rates = []
     for _ in range(4):
-        cache = _KVCache(1, c.n_kv_head, c.sequence_len, c.n_embd // c.n_head, c.n_layer)
+        cache = KVCache(1, c.n_kv_head, c.sequence_len, c.n_embd // c.n_head, c.n_layer)
         ids = torch.randint(0, c.vocab_size, (1, prompt_len))
         tok = model(ids, kv_cache=cache)[:, -1:].argmax(-1)
         t0 = time.perf_counter()
