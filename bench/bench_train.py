@@ -9,6 +9,7 @@ Both sides run the same loop (`nanochat.scripts.base_train.train`: same data, to
 optimizers), once as this project ships it and once with nanochat's step structure (a91743c) swapped in:
 - the loss: logits materialised (B*T, vocab) in fp32, `15 * tanh(logits / 15)`, `F.cross_entropy` (the project fuses
   `lm_head` and the loss in row chunks on the CPU; see the GPT notebook);
+- the MLP's `F.relu(x).square()` as two autograd operators (the project's `ReluSquared` has a one-pass backward);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
@@ -99,6 +100,11 @@ def nanochat_forward(self, idx, targets=None, kv_cache=None, loss_reduction='mea
                            reduction=loss_reduction)
 
 
+def nanochat_mlp_forward(self, x):
+    "MLP.forward as nanochat writes it: autograd records relu and square separately"
+    return self.c_proj(F.relu(self.c_fc(x)).square())
+
+
 def nanochat_quintic(G, coeffs, norm_scale, eps, dtype):
     "Polar Express as nanochat writes it: the polynomial with separate scale, matmul and add"
     from nanochat.optim import get_orth_dtype
@@ -119,18 +125,24 @@ class Side:
     def __init__(self):
         import nanochat.gpt as gpt, nanochat.optim as optim
         self.gpt, self.optim = gpt, optim
-        self.project = (gpt.GPT.forward, optim._quintic_iteration)
+        self.project = (gpt.GPT.forward, gpt.MLP.forward, optim._quintic_iteration)
 
     def use(self, side):
-        forward, quintic = self.project if side == "project" else (nanochat_forward, nanochat_quintic)
+        forward, mlp_forward, quintic = self.project if side == "project" else \
+            (nanochat_forward, nanochat_mlp_forward, nanochat_quintic)
         self.gpt.GPT.forward = forward
+        self.gpt.MLP.forward = mlp_forward
         self.optim._quintic_iteration = quintic
         self.optim._compiled_muon_step = None  # a compiled Muon step belongs to one side
         torch._dynamo.reset()
 
 
+PEAK = None  # the fp32 matmul peak, measured once per bench run so that every row divides by the same number
+WARMUP = 10  # steps left out of the timing: compiling, and the allocator and page faults of a fresh run
+
+
 def measure(depth, seq, compile_, steps, extra=()):
-    "Median step time after warm-up of the real training loop: tokens/s, MFU, the run"
+    "Median step time after warm-up of the real training loop: tokens/s, MFU (against PEAK), the run"
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, train
     stamps = []
@@ -140,9 +152,10 @@ def measure(depth, seq, compile_, steps, extra=()):
              f"--model-tag=bench_d{depth}_{seq}_{int(compile_)}", *extra]
     t0 = time.time()
     run = train(parse_config(TrainConfig, flags), on_step=lambda r: stamps.append(time.time()))
-    dts = [b - a for a, b in zip(stamps[2:], stamps[3:])]  # skip the warm-up / compile steps
+    dts = [b - a for a, b in zip(stamps[WARMUP:], stamps[WARMUP + 1:])]  # steady state: after the warm-up steps
     tok_s = 8 * seq / statistics.median(dts)
-    return dict(tok_s=tok_s, mfu=run.num_flops_per_token * tok_s / run.peak_flops, wall=time.time() - t0, run=run)
+    peak = PEAK or run.peak_flops
+    return dict(tok_s=tok_s, mfu=run.num_flops_per_token * tok_s / peak, wall=time.time() - t0, run=run)
 
 
 def profile_table(depth=4, seq=256, steps=3):
@@ -153,8 +166,8 @@ def profile_table(depth=4, seq=256, steps=3):
              f"--total-batch-size={8 * seq}", "--window-pattern=L", "--num-iterations=100", "--eval-every=-1",
              "--core-metric-every=-1", "--sample-every=-1", "--compile=0", "--device-type=cpu", "--model-tag=prof"]
     run = setup(parse_config(TrainConfig, flags))
-    for _ in range(2):
-        train_step(run)
+    for _ in range(10):
+        train_step(run)  # warm up: the first steps of a process are slower (allocator, page faults)
     prof = profile_steps(run, steps)
     cols = OP_KINDS + ("Python & framework", "total")
     lines = ["| phase | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -169,7 +182,7 @@ def profile_table(depth=4, seq=256, steps=3):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="d4 seq 256 eager only")
-    p.add_argument("--steps", type=int, default=20, help="steps per throughput measurement")
+    p.add_argument("--steps", type=int, default=30, help="steps per throughput measurement (the first 10 untimed)")
     p.add_argument("--bpb-steps", type=int, default=200, help="steps of the val-bpb comparison (0: skip)")
     p.add_argument("--eval-tokens", type=int, default=262144)
     p.add_argument("--profile", action="store_true", help="only the per-phase profile of a d4 step, both sides")
@@ -180,9 +193,11 @@ def main():
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     ensure_tokenizer(base, corpus)
     from nanochat.common import get_peak_flops
+    global PEAK
     print(cpu_report())
     load = os.getloadavg()[0]
-    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {get_peak_flops('cpu') / 1e9:.0f} GFLOP/s, "
+    PEAK = get_peak_flops('cpu')
+    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {PEAK / 1e9:.0f} GFLOP/s, "
           f"load average {load:.2f}" + ("  (busy machine: numbers are low and noisy)" if load > 1.5 else ""))
     side = Side()
     if args.profile:
@@ -195,6 +210,7 @@ def main():
     configs = [(4, 256, False)]
     if not args.quick:
         configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
+    measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
     for depth, seq, comp in configs:
         r = {}

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Build the docs site into _docs/ from nbs/ and _quarto.yml.
+# Build the docs site into _docs/ from nbs/ and _quarto.yml, with every notebook's outputs (figures, tables, prints).
 #
-#   bash runs/docs.sh           # offline build: nbdev_proc_nbs -> smalldocs (pure Python) -> local KaTeX
-#   bash runs/docs.sh --quarto  # the nbdev way, `nbdev_docs` (needs Quarto on PATH); preferred where Quarto exists
+#   bash runs/docs.sh           # offline build: executed notebooks -> nbdev_proc_nbs -> smalldocs (pure Python) -> local KaTeX
+#   bash runs/docs.sh --quarto  # the same executed notebooks, rendered by Quarto (needs Quarto on PATH), as nbdev_docs does
+#
+# Notebooks are committed without outputs. The pages get them from the test run: runs/nb_run.py (what runs/test.sh
+# runs instead of nbdev_test; same cells, IN_TEST=1) saves every notebook with its outputs in build/executed/.
+# Step 0 reuses those and executes, the nbdev_test way, only the notebooks changed since; a notebook
+# whose execution fails fails the build, named (its page is still built, with the outputs up to the failure).
+# NBDEV_WORKERS (default 2) sets the parallelism; DOCS_EXECUTE=0 executes nothing (a quick look: pages of notebooks
+# changed since their last run keep old outputs or none). The page "Differences from nanochat" is generated from the notebooks.
 #
 # Quarto cannot be installed without internet access to its release downloads (PyPI's quarto-cli downloads the
 # binary at build time; Debian and npm have no package), so the default path renders the same _quarto.yml with
 # smalldocs (PyPI, pinned in settings.ini dev_requirements) and serves KaTeX from _docs/site_libs/katex (npm,
 # pinned in runs/docs/package-lock.json) instead of a CDN. The build fails if any page still loads a CDN.
-# Idempotent: _proc/ and _docs/ are rebuilt from scratch each run (both git-ignored). Takes seconds: ~2 s to import
-# nbdev + torch, well under 1 s per notebook, ~1 s for smalldocs (a cell that names itself as slow is a notebook bug).
+# Idempotent: build/docs_src/, _proc/ and _docs/ are rebuilt from scratch each run (all git-ignored). After a test run
+# it takes seconds: ~2 s to import nbdev + torch, well under 1 s per notebook, a few s for smalldocs (a cell that names
+# itself as slow is a notebook bug); without one, executing the notebooks takes minutes (as nbdev_test does).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
@@ -18,21 +26,32 @@ mode=offline
 case "${1:-}" in
   "") ;;
   --quarto) mode=quarto ;;
-  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
   *) echo "usage: bash runs/docs.sh [--quarto]" >&2; exit 2 ;;
 esac
 
 t0=$(date +%s.%N)
 elapsed() { python -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}s')" "$t0"; }
 
+if [ "$mode" = quarto ] && ! command -v quarto >/dev/null; then
+  echo "docs: quarto is not on PATH; use the offline build: bash runs/docs.sh" >&2; exit 2
+fi
+
+# 0. Every notebook with its outputs, in build/executed/ (reused from the test run where nothing changed since).
+# A notebook that fails to execute or to process fails the build, named; the other pages are still built.
+failed=()
+python runs/docs_build.py exec || failed+=("notebook(s) failed to execute (their pages lack outputs)")
+finish() {
+  if [ ${#failed[@]} -gt 0 ]; then printf 'docs: FAILED: %s\n' "${failed[@]}" >&2; exit 1; fi
+}
+
 if [ "$mode" = quarto ]; then
-  if ! command -v quarto >/dev/null; then
-    echo "docs: quarto is not on PATH; use the offline build: bash runs/docs.sh" >&2; exit 2
-  fi
   rm -rf _proc          # nbdev's cache never drops the page of a deleted or renamed notebook
-  nbdev_docs
-  echo "docs: built _docs/ with nbdev_docs (Quarto) in $(elapsed)"
-  exit 0
+  python runs/docs_build.py proc || failed+=("notebook(s) could not be processed (no page)")   # as nbdev_docs, then:
+  (cd _proc && quarto render --no-cache)
+  rm -rf _docs && mv _proc/_docs _docs
+  echo "docs: built _docs/ with Quarto in $(elapsed)"
+  finish; exit 0
 fi
 if command -v quarto >/dev/null; then
   echo "docs: note: quarto is installed, so 'nbdev_docs' (bash runs/docs.sh --quarto) is the preferred build;" \
@@ -40,10 +59,11 @@ if command -v quarto >/dev/null; then
 fi
 [ -f nbs/index.ipynb ] || echo "docs: warning: nbs/index.ipynb is missing, so the site has no home page" >&2
 
-# 1. Process the notebooks into _proc/ (nbdev_proc_nbs without its sudo/curl attempt to install Quarto); names the
-#    cells that break or slow it. From scratch each time: nbdev's cache keeps pages of deleted or renamed notebooks.
+# 1. Process the executed notebooks and the generated pages (build/docs_src/) into _proc/ (nbdev_proc_nbs without its
+#    sudo/curl attempt to install Quarto); names the cells that break or slow it. From scratch each time: nbdev's
+#    cache keeps pages of deleted or renamed notebooks.
 rm -rf _proc
-python runs/docs_build.py proc
+python runs/docs_build.py proc || failed+=("notebook(s) could not be processed (no page)")
 
 # 2. Render _proc/ with smalldocs (reads _proc/_quarto.yml + nbdev.yml + sidebar.yml; output-dir _docs).
 smalldocs render _proc --quiet 2> _proc/smalldocs.log || { cat _proc/smalldocs.log >&2; exit 1; }
@@ -74,3 +94,4 @@ python runs/docs_build.py localize
 
 pages=$(find _docs -name '*.html' | wc -l)
 echo "docs: built _docs/ ($pages pages) offline in $(elapsed); open _docs/index.html, check with: bash runs/docs_check.sh"
+finish

@@ -1,21 +1,25 @@
-"""Check the built docs site (_docs/) as a reader sees it: headless Chromium opens the home page and one notebook page.
+"""Check the built docs site (_docs/) as a reader sees it: headless Chromium opens every page, offline.
 
-Run `bash runs/docs.sh` first, then `bash runs/docs_check.sh [--page 00_common] [--strict]` (the wrapper installs
-Chromium from Debian when it is missing). Chromium runs with every host name unresolvable, so nothing leaves the
-machine. For each checked page it saves the DOM after scripts ran, a screenshot and a network log under _docs_shots/,
-then checks:
+Run `bash runs/docs.sh` first, then `bash runs/docs_check.sh [--page 08_loss_eval] [--strict]` (the wrapper installs
+Chromium from Debian when it is missing). Playwright drives the system's Chromium (nanochat.testing.find_chromium,
+CHROMIUM_ARGS) over file:// URLs; every request that is not file:, data: or blob: is aborted and is an error (host names
+also resolve to nothing, so nothing can leave the machine). For each page it saves the DOM after scripts ran and a
+screenshot under _docs_shots/, then checks:
 
 * static, for every page: each local href/src (and each url() in the site's own CSS) points at a file in _docs/;
   no CDN URL is left. A link in page text to a notebook that is not rendered yet is a warning (an error with --strict).
-* home page and notebook page, in the browser: navbar title; every sidebar link resolves to a page; every rendered
-  page is reachable from the sidebar; the notebook page is the active sidebar entry, has a title and code cells;
-  no JavaScript error; the page requested nothing over the network; the screenshot is not blank and its navbar
-  has the theme's colour (so the theme CSS loaded).
+* every page, in the browser: navbar title; a title; the page is the active sidebar entry; a notebook page has code
+  cells; no JavaScript error; no network request; every image loads; the screenshot is not blank and its navbar has
+  the theme's colour (so the theme CSS loaded). The home page: every sidebar link resolves, every page is reachable.
+* figures: a page whose notebook draws a figure (a code cell that runs in the test run, shows its output and calls
+  plt.show/plt.subplots/plt.figure/plt.plot/imshow, display(fig) or Image/SVG) must show at least one image in its
+  cell outputs. A drawing cell whose executed copy (build/executed/nbs/) has no image is named as a warning.
+* the generated "Differences from nanochat" page links every notebook that has such a section.
 * every page that loads KaTeX: after scripts ran, it holds rendered `.katex` elements and no `.katex-error`.
 
 Exit 1 on any error, printing one line per problem.
 """
-import argparse, html.parser, json, os, re, shutil, subprocess, sys, tempfile, time
+import argparse, html.parser, json, os, re, sys, time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -81,47 +85,69 @@ def check_css(css: Path, docs: Path, seen=None):
     return out
 
 
-def find_chromium():
-    return next((shutil.which(n) for n in ('chromium', 'chromium-browser', 'google-chrome') if shutil.which(n)), None)
+FIGURE = re.compile(r'\bplt\.(?:show|subplots|figure|imshow|plot)\(|\bdisplay\(\s*(?:fig\b|plt\.gcf)|\b(?:Image|SVG)\(')
+HIDDEN = {'hide', 'export', 'exports', 'exporti', 'exec_doc'}   # cells whose output the page never shows (or defining)
 
 
-def run_chromium(exe, page: Path, out: Path):
-    "Load a page offline; return (DOM after scripts, console lines, page-initiated network URLs)."
-    prof = tempfile.mkdtemp(prefix='docs_check_profile_')
-    net = out.with_suffix('.netlog.json')
-    cmd = [exe, '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync', '--mute-audio',
-           f'--user-data-dir={prof}', '--host-resolver-rules=MAP * ~NOTFOUND',   # nothing leaves the machine
-           '--virtual-time-budget=5000', '--window-size=1280,900', f'--screenshot={out}',
-           f'--log-net-log={net}', '--enable-logging=stderr', '--v=0', '--dump-dom', page.as_uri()]
-    try: r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    finally: shutil.rmtree(prof, ignore_errors=True)
-    out.with_suffix('.dom.html').write_text(r.stdout, encoding='utf-8')
-    console = [l for l in r.stderr.splitlines() if ':CONSOLE' in l]
-    urls = []
-    try:
-        log = json.loads(net.read_text())
-        start = log['constants']['logEventTypes']['URL_REQUEST_START_JOB']
-        urls = [e['params']['url'] for e in log['events'] if e['type'] == start
-                and 'file://' in str(e['params'].get('network_isolation_key', ''))   # asked for by the page,
-                and not e['params']['url'].startswith('file:')]                       # not by the browser itself
-    except (OSError, ValueError, KeyError) as e: console.append(f'Error: the network log is unreadable ({e})')
-    return r.stdout, console, urls
+def directives(src):
+    "nbdev/Quarto `#|` options at the top of a cell: {'eval:': ['false'], 'hide': [], ...} (nbdev's spelling)."
+    out = {}
+    for line in src.splitlines():
+        if not line.startswith('#|'): break
+        words = line[2:].split()
+        if words: out[words[0] if words[0].endswith(':') or len(words) == 1 else words[0]] = [w.lower() for w in words[1:]]
+    return out
+
+
+def figure_cells(nb_path: Path, skip_flags):
+    "(index, first line) of the cells of a notebook that draw a figure the page should show."
+    out = []
+    for i, c in enumerate(json.loads(nb_path.read_text(encoding='utf-8'))['cells']):
+        if c['cell_type'] != 'code': continue
+        src = ''.join(c['source'])
+        d = directives(src)
+        if d.get('eval:') == ['false'] or d.get('include:') == ['false'] or d.get('output:') == ['false']: continue
+        if set(d) & (HIDDEN | set(skip_flags)): continue
+        code = '\n'.join(l for l in src.splitlines() if not l.lstrip().startswith('#'))
+        if FIGURE.search(code): out.append((i, next((l for l in code.splitlines() if FIGURE.search(l)), '').strip()))
+    return out
+
+
+def has_image(cell):
+    return any(k.startswith('image/') for o in cell.get('outputs', []) for k in (o.get('data') or {}))
+
+
+FACTS = """() => {
+  const main = document.querySelector('main') || document.body;
+  const imgs = [...main.querySelectorAll('img')];
+  const out = [...main.querySelectorAll('.cell-output img, .cell-output svg')];
+  const nav = document.querySelector('#quarto-header nav, nav.navbar');
+  return {
+    broken: imgs.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => (e.getAttribute('src') || '').slice(0, 80)),
+    figures: out.filter(e => e.tagName.toLowerCase() === 'svg' ? e.getBoundingClientRect().width > 0
+                                                               : e.complete && e.naturalWidth > 0).length,
+    navbar: nav ? getComputedStyle(nav).backgroundColor : null,
+  };
+}"""
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--docs', default=str(ROOT / '_docs'), help='the built site')
     p.add_argument('--out', default=str(ROOT / '_docs_shots'), help='where screenshots and DOM dumps go')
-    p.add_argument('--page', default=None, help='the notebook page to open, e.g. 00_common (default: first in the sidebar)')
+    p.add_argument('--page', action='append', default=None,
+                   help='open only this page (and the home page) in the browser, e.g. 08_loss_eval; repeatable')
     p.add_argument('--strict', action='store_true', help='links in page text to missing pages are errors too')
+    p.add_argument('--nbs', default=str(ROOT / 'nbs'), help='the notebooks the pages come from')
+    p.add_argument('--executed', default=str(ROOT / 'build' / 'executed' / 'nbs'), help="runs/nb_run.py's output")
     a = p.parse_args(argv)
-    docs, out = Path(a.docs).resolve(), Path(a.out).resolve()
+    docs, out, nbs, executed = Path(a.docs).resolve(), Path(a.out).resolve(), Path(a.nbs), Path(a.executed)
     errors, warnings = [], []
     if not (docs / 'index.html').exists():
         sys.exit(f'docs_check: {docs}/index.html is missing; build the site first: bash runs/docs.sh')
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob('*.png'), *out.glob('*.dom.html'), *out.glob('*.netlog.json')]: old.unlink()   # no stale shots
+    for old in [*out.glob('*.png'), *out.glob('*.dom.html'), *out.glob('*.netlog.json')]:
+        if not old.name.startswith('lab_'): old.unlink()   # no stale shots (lab_*.png are runs/lab_check.py's)
     pages = sorted(docs.rglob('*.html'))
     t0 = time.time()
 
@@ -144,79 +170,128 @@ def main(argv=None):
             if css is not None and css.exists(): errors += check_css(css, docs)
     errors = list(dict.fromkeys(errors))
 
+    # what the notebooks promise: figures, and a Differences section for the generated page
+    import configparser
+    cfg = configparser.ConfigParser(); cfg.read(ROOT / 'settings.ini')
+    skip_flags = cfg['DEFAULT'].get('tst_flags', '').split()
+    draws = {nb.stem: figure_cells(nb, skip_flags) for nb in sorted(nbs.glob('[!_.]*.ipynb'))}
+    with_diffs = [nb.stem for nb in sorted(nbs.glob('[!_.]*.ipynb')) if nb.stem != 'index' and re.search(
+        r'^##\s+Differences from nanochat\s*$', ''.join(''.join(c['source']) for c in json.loads(nb.read_text(encoding='utf-8'))['cells']
+                                                       if c['cell_type'] == 'markdown'), re.M)]
+    for name, cells in draws.items():   # the executed notebook: which drawing cells produced no image
+        ex = executed / f'{name}.ipynb'
+        if not cells or not ex.exists(): continue
+        ex_cells = json.loads(ex.read_text(encoding='utf-8'))['cells']
+        for i, line in cells:
+            if i < len(ex_cells) and not has_image(ex_cells[i]):
+                warnings.append(f'{name}.html: cell #{i + 1} draws a figure (`{line[:60]}`) but its test run showed none')
+
+    sys.path.insert(0, str(ROOT))
+    from nanochat.testing import find_chromium, CHROMIUM_ARGS
     exe = find_chromium()
+    try: from playwright.sync_api import sync_playwright
+    except ImportError: exe = None
     if exe is None:
-        print('docs_check: SKIPPED the browser checks: no chromium on PATH (bash runs/docs_check.sh installs it '
-              'with apt-get); the static checks ran', file=sys.stderr)
+        print('docs_check: SKIPPED the browser checks: no chromium on PATH or no playwright (bash runs/docs_check.sh '
+              'installs chromium with apt-get); the static checks ran', file=sys.stderr)
         for w in warnings: print(f'warning: {w}')
         for e in errors: print(f'ERROR: {e}')
         return 1 if errors else 0
 
-    # 2. the home page, in a browser
-    index_dom, console, urls = run_chromium(exe, docs / 'index.html', out / 'index.png')
-    idx = Doc(index_dom)
-    side = [h for r, h, _ in idx.links if r == 'sidebar' and h and not h.startswith('#')]
-    if not idx.navbar_title.strip(): errors.append('index.html: no navbar title')
-    if not side: errors.append('index.html: the sidebar has no links')
-    reachable = set()
-    for h in side:
-        t = local_target(docs / 'index.html', h, docs)
-        if t is None: continue
-        if not t.exists(): errors.append(f'index.html: sidebar link {h} does not resolve')
-        else: reachable.add(t)
-    for f in pages:
-        if f.name not in ('index.html', '404.html') and f.resolve() not in reachable:
-            errors.append(f'{f.relative_to(docs)} is rendered but not in the sidebar (add a glob in nbs/sidebar.yml)')
-    checked = {'index.html': (index_dom, console, urls)}
-
-    # 3. one notebook page
-    name = a.page or next((Path(h).stem for h in side if Path(h).stem != 'index'), None)
-    if name is None: errors.append('no notebook page in the sidebar to check')
-    else:
-        page = docs / f'{Path(name).stem}.html'
-        if not page.exists(): errors.append(f'{page.name} was not built')
-        else:
-            dom, console, urls = run_chromium(exe, page, out / f'{page.stem}.png')
-            checked[page.name] = (dom, console, urls)
-            d = Doc(dom)
-            act = [h for r, h, act in d.links if r == 'sidebar' and act]
-            if not any(Path(h).name == page.name for h in act): errors.append(f'{page.name}: not the active sidebar entry')
-            if not d.h1.strip(): errors.append(f'{page.name}: no title')
-            if not (d.classes.get('cell') or d.classes.get('sourceCode')): errors.append(f'{page.name}: no code cells')
-            if not [h for r, h, _ in d.links if r == 'sidebar']: errors.append(f'{page.name}: no sidebar')
-
-    # 4. every page with math: KaTeX rendered it
-    math_pages = [f for f in pages if 'katex.min.js' in f.read_text(encoding='utf-8')]
-    for f in math_pages:
-        rel = str(f.relative_to(docs))
-        if rel not in checked: checked[rel] = run_chromium(exe, f, out / f'{f.stem}.png')
-        d = Doc(checked[rel][0])
-        if not d.classes.get('katex'): errors.append(f'{rel}: has math but no rendered .katex element')
-        if d.classes.get('katex-error'): errors.append(f'{rel}: KaTeX could not parse {d.classes["katex-error"]} formula(s)')
-
-    # 5. browser-level: no JS errors, no network, screenshots show a styled page
+    if a.page:
+        want = {Path(n).stem for n in a.page} | {'index'}
+        browse = [f for f in pages if f.stem in want and f.parent == docs]
+        for n in want - {f.stem for f in browse}: errors.append(f'{n}.html was not built')
+    else: browse = pages
+    browse.sort(key=lambda f: f.name != 'index.html')   # the home page first: its sidebar is the site's map
     from PIL import Image
-    for rel, (dom, console, urls) in checked.items():
-        for l in console:
-            if 'Uncaught' in l or 'Error' in l: errors.append(f'{rel}: JavaScript: {l.split("] ", 1)[-1]}')
-        for u in urls: errors.append(f'{rel}: requested {u} over the network')
-        shot = out / f'{Path(rel).stem}.png'
-        if not shot.exists(): errors.append(f'{rel}: no screenshot'); continue
-        im = Image.open(shot).convert('RGB')
-        colours = len(im.resize((160, 112)).getcolors(160 * 112))
-        nav = im.getpixel((im.width // 2, 8))
-        if colours < 20: errors.append(f'{rel}: the screenshot looks blank ({colours} colours)')
-        if max(abs(x - y) for x, y in zip(nav, NAVBAR_RGB)) > 40:
-            errors.append(f'{rel}: navbar colour {nav} is not the theme\'s {NAVBAR_RGB}: did the theme CSS load?')
+    checked, n_math, n_figs, math_pages, figs = {}, 0, 0, 0, {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS + ['--host-resolver-rules=MAP * ~NOTFOUND'])
+        ctx = browser.new_context(viewport={'width': 1280, 'height': 900}, service_workers='block')
+        current = {'page': None}
+        network = []
 
+        def refuse(route):   # nothing but the site's own files: every other request is aborted and reported
+            url = route.request.url
+            if url.startswith(('file:', 'data:', 'blob:', 'about:')): return route.continue_()
+            network.append((current['page'], url)); route.abort('blockedbyclient')
+
+        def refuse_ws(ws):
+            network.append((current['page'], ws.url)); ws.close()
+        ctx.route('**/*', refuse)
+        ctx.route_web_socket(re.compile('.*'), refuse_ws)
+        page = ctx.new_page()
+        js_errors = []
+        page.on('pageerror', lambda e: js_errors.append((current['page'], str(e))))
+        page.on('console', lambda m: js_errors.append((current['page'], m.text)) if m.type == 'error' else None)
+        page.on('requestfailed', lambda r: js_errors.append((current['page'], f'failed to load {r.url[:100]}'))
+                if r.url.startswith('file:') else None)
+        side = []
+        for f in browse:
+            rel = str(f.relative_to(docs)); current['page'] = rel
+            try: page.goto(f.as_uri(), wait_until='load', timeout=60_000)
+            except Exception as e: errors.append(f'{rel}: did not load: {e}'); continue
+            dom = page.content()
+            (out / f'{f.stem}.dom.html').write_text(dom, encoding='utf-8')
+            page.screenshot(path=str(out / f'{f.stem}.png'))
+            facts = page.evaluate(FACTS)
+            d = Doc(dom)
+            checked[rel] = d
+            if not d.navbar_title.strip(): errors.append(f'{rel}: no navbar title')
+            if not d.h1.strip(): errors.append(f'{rel}: no title')
+            if not [h for r, h, _ in d.links if r == 'sidebar']: errors.append(f'{rel}: no sidebar')
+            elif f.name != '404.html' and not any(Path(h).name == f.name for r, h, act in d.links if r == 'sidebar' and act):
+                errors.append(f'{rel}: not the active sidebar entry')
+            if re.match(r'\d\d_', f.stem) and not (d.classes.get('cell') or d.classes.get('sourceCode')):
+                errors.append(f'{rel}: no code cells')
+            for src in facts['broken']: errors.append(f'{rel}: image {src} does not load')
+            n_figs += facts['figures']; figs[rel] = {'figures': facts['figures'], 'drawing_cells': len(draws.get(f.stem, []))}
+            cells = draws.get(f.stem, [])
+            if cells and facts['figures'] == 0:
+                where = ', '.join(f'#{i + 1} `{line[:50]}`' for i, line in cells[:3])
+                errors.append(f'{rel}: its notebook draws {len(cells)} figure(s) (cell {where}) but the page shows none')
+            if 'katex.min.js' in f.read_text(encoding='utf-8'):
+                math_pages += 1; n_math += d.classes.get('katex', 0)
+                if not d.classes.get('katex'): errors.append(f'{rel}: has math but no rendered .katex element')
+                if d.classes.get('katex-error'):
+                    errors.append(f'{rel}: KaTeX could not parse {d.classes["katex-error"]} formula(s)')
+            im = Image.open(out / f'{f.stem}.png').convert('RGB')
+            colours = len(im.resize((160, 112)).getcolors(160 * 112))
+            nav = im.getpixel((im.width // 2, 8))
+            if colours < 20: errors.append(f'{rel}: the screenshot looks blank ({colours} colours)')
+            if max(abs(x - y) for x, y in zip(nav, NAVBAR_RGB)) > 40:
+                errors.append(f"{rel}: navbar colour {nav} is not the theme's {NAVBAR_RGB}: did the theme CSS load?")
+            if f.name == 'index.html':   # the sidebar is the site's map: every link resolves, every page is on it
+                side = [h for r, h, _ in d.links if r == 'sidebar' and h and not h.startswith('#')]
+                reachable = set()
+                for h in side:
+                    t = local_target(f, h, docs)
+                    if t is None: continue
+                    if not t.exists(): errors.append(f'index.html: sidebar link {h} does not resolve')
+                    else: reachable.add(t)
+                for g in pages:
+                    if g.name not in ('index.html', '404.html') and g.resolve() not in reachable:
+                        errors.append(f'{g.relative_to(docs)} is rendered but not in the sidebar (add a glob in nbs/sidebar.yml)')
+            if f.name == 'differences.html':
+                linked = {Path(h).stem for r, h, _ in d.links if r == 'main'}
+                for n in with_diffs:
+                    if n not in linked: errors.append(f'differences.html: no link to {n}, which has a Differences section')
+        browser.close()
+    if 'differences.html' not in {f.name for f in pages}:
+        errors.append('differences.html was not built (runs/docs_build.py generates it)')
+    for rel, e in js_errors: errors.append(f'{rel}: JavaScript: {e[:200]}')
+    for rel, u in network: errors.append(f'{rel}: requested {u[:120]} over the network (refused)')
+
+    (out / 'figures.json').write_text(json.dumps(figs, indent=1))   # figures shown per page, for the curious
     for w in warnings: print(f'warning: {w}')
     for e in errors: print(f'ERROR: {e}')
-    n_math = sum(Doc(checked[str(f.relative_to(docs))][0]).classes.get('katex', 0) for f in math_pages)
-    print(f'docs_check: {len(pages)} pages, {len(side)} sidebar links, {len(checked)} opened in Chromium '
-          f'({", ".join(checked)}), {n_math} formulas rendered on {len(math_pages)} page(s) with math; '
+    n_draw = sum(1 for f in browse if draws.get(f.stem))
+    print(f'docs_check: {len(pages)} pages, {len(side)} sidebar links, {len(checked)} opened in Chromium; '
+          f'{n_figs} figures shown ({n_draw} opened page(s) come from notebooks that draw); '
+          f'{n_math} formulas rendered on {math_pages} page(s) with math; {len(network)} network request(s) refused; '
           f'screenshots in {os.path.relpath(out, ROOT)}/; {len(errors)} error(s), {len(warnings)} warning(s); '
           f'{time.time() - t0:.1f}s')
-    if not math_pages: print('docs_check: note: no page has math yet, so the KaTeX check had nothing to check')
     return 1 if errors else 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Check the built docs (_docs/, from `bash runs/docs.sh`) in headless Chromium: screenshots of the home page and
-# one notebook page go to _docs_shots/ (git-ignored); see runs/docs_check.py for what is checked.
-#   bash runs/docs_check.sh [--page 00_common] [--strict]
+# Check the built docs (_docs/, from `bash runs/docs.sh`) in headless Chromium: every page is opened offline (any
+# network request is refused and fails the check), its figures counted; screenshots go to _docs_shots/ (git-ignored).
+# See runs/docs_check.py for what is checked.
+#   bash runs/docs_check.sh [--page 08_loss_eval] [--strict]     # --page: only that page (and the home page)
 # Installs Chromium from Debian (apt-get) when it is missing; if that is not possible, only the static checks run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

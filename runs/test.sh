@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Command 2: set up (idempotent) and run every gate. Prints one closing line "N passed, M failed".
 #   gate 1: nbdev_clean leaves git clean        gate 2: nbdev_export leaves git clean (package in sync)
-#   gate 3: nbdev_test, one count per notebook  gate 4: README.md in sync with nbs/index.ipynb
-#   gate 5: the offline docs site builds and renders in headless Chromium
+#   gate 3: nbdev_test (runs/nb_run.py), one count per notebook   gate 4: README.md in sync with nbs/index.ipynb
+#   gate 5: the offline docs site builds with every notebook's outputs (reused from gate 3) and every page renders
+#           in headless Chromium with its figures and no network request
 #   gate 6: no notebook imports from a notebook numbered after it (runs/check_deps.py)
 #   gate 7: JupyterLab as a learner meets it: Restart Kernel and Run All Cells on 12_engine (runs/lab_check.py)
+#   gate 8: exported code reads like nanochat: one statement per line, no line over 120, no unused import (runs/lint.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash runs/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -23,6 +25,7 @@ nbdev_export >/dev/null 2>&1
 [ "$(dirty)" == "$before" ] && ok "nbdev_export leaves git clean" || { bad "package out of sync with notebooks"; git status --short -- nanochat; }
 python runs/readme.py --check && ok "README.md in sync with nbs/index.ipynb" || bad "README.md out of sync (run: python runs/readme.py)"
 python runs/check_deps.py && ok "no notebook imports from a later one" || bad "a notebook imports from a later one (runs/check_deps.py)"
+python runs/lint.py && ok "exported code: one statement per line, lines <= 120, no unused imports" || bad "lint (runs/lint.py)"
 
 # the browser tests (web chat, docs) use Debian's Chromium; install it so they run instead of skipping
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -31,10 +34,12 @@ if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id 
     || echo "WARNING: could not install chromium: the browser tests will skip"
 fi
 
-# notebooks: nbdev_test prints the failing ones; every other tested notebook counts as passed
+# notebooks: runs/nb_run.py is nbdev_test (same notebooks, cells, flags, IN_TEST=1, workers, output) that also saves
+# each executed notebook to build/executed/, so the docs build below renders those outputs without running them again.
+# It prints the failing ones like nbdev_test; every other tested notebook counts as passed.
 nbs=$(ls nbs/*.ipynb | grep -v '/_' | wc -l)
 t0=$(date +%s)
-nbdev_test --n_workers ${NBDEV_WORKERS:-2} --timing > /tmp/nbdev_test.log 2>&1; rc=$?
+python runs/nb_run.py --n_workers ${NBDEV_WORKERS:-2} --timing > /tmp/nbdev_test.log 2>&1; rc=$?
 cat /tmp/nbdev_test.log | tail -n 60
 nb_failed=$(sed -n '/Tests Failed On The Following Notebooks/,$p' /tmp/nbdev_test.log | grep -c '\.ipynb' || true)
 if [ $rc -ne 0 ] && [ "$nb_failed" -eq 0 ]; then nb_failed=1; fi
@@ -45,8 +50,8 @@ echo "nbdev_test: $((nbs - nb_failed))/$nbs notebooks passed in $(( $(date +%s) 
 python runs/lab_check.py && ok "JupyterLab: Restart Kernel and Run All Cells on 12_engine" || bad "JupyterLab run-all check (runs/lab_check.py)"
 
 if [ -x runs/docs.sh ]; then
-  bash runs/docs.sh && ok "docs site builds offline" || bad "docs build"
-  if [ -x runs/docs_check.sh ]; then bash runs/docs_check.sh && ok "docs pages render in headless Chromium" || bad "docs render check"; fi
+  bash runs/docs.sh && ok "docs site builds offline, with the notebooks' outputs" || bad "docs build"
+  if [ -x runs/docs_check.sh ]; then bash runs/docs_check.sh && ok "every docs page renders in headless Chromium, figures included" || bad "docs render check"; fi
 fi
 
 [ $failed -gt 0 ] && echo "failures: ${failures[*]}"

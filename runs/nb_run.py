@@ -1,0 +1,172 @@
+"""`nbdev_test`, which also keeps what the notebooks printed and drew: the docs build renders those outputs.
+
+    python runs/nb_run.py [--path nbs/12_engine.ipynb] [--n_workers 2] [--timing] [--flags gpu]
+
+Runs every notebook once the way `nbdev_test` (nbdev 2.4.14) does: the same notebooks (nbglob, `.notest`), in
+parallel worker processes, each in a fresh execnb `CaptureShell` with `IN_TEST=1`, cwd nbs/, skipping `#| eval: false`
+cells and cells flagged with settings.ini's `tst_flags` (`gpu`, `slow`) unless `--flags` names them, stopping a
+notebook at its first exception. It prints what nbdev_test prints ("Success.", or the failing notebooks under
+"nbdev Tests Failed On The Following Notebooks:", then exits 1), so runs/test.sh counts passes the same way.
+
+What it adds: each notebook, with the outputs of the cells that ran, is written to build/executed/nbs/ (git-ignored;
+nbs/ is never touched, so the committed notebooks stay clean) with a status file in build/executed/status/ (passed,
+seconds, the error, the hash of the notebook and that of the package it ran against). `runs/docs_build.py exec`
+reuses those outputs when the notebook is unchanged and runs only the notebooks that changed since.
+`nbdev_test` itself is unchanged and still works as before.
+"""
+import hashlib, json, os, sys, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / 'build' / 'executed'
+
+
+def package_hash(root=ROOT):
+    "Hash of the exported package: a notebook's outputs depend on it as much as on the notebook itself."
+    h = hashlib.sha256()
+    for f in sorted((root / 'nanochat').rglob('*.py')):
+        h.update(str(f.relative_to(root)).encode()); h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def run_key(src_bytes, flags):
+    """What a reused execution must match: the notebook's bytes and the flags of the cells it skipped. The package is
+    recorded (`package`) but not part of the key: runs/test.sh runs everything afresh anyway, and others editing the
+    package during a run must not force the docs build to run every notebook a second time."""
+    return f"{hashlib.sha256(src_bytes).hexdigest()[:16]}-{','.join(sorted(flags))}"
+
+
+def status_path(fn, out=OUT): return Path(out) / 'status' / f'{Path(fn).stem}.json'
+def executed_path(fn, out=OUT): return Path(out) / 'nbs' / Path(fn).name
+
+
+def read_status(fn, out=OUT):
+    try: return json.loads(status_path(fn, out).read_text())
+    except (OSError, ValueError): return None
+
+
+def _atomic_write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    tmp.write_text(text, encoding='utf-8')
+    os.replace(tmp, path)
+
+
+def run_nb(fn, skip_flags=None, force_flags=None, do_print=False, showerr=True, basepath=None, out=OUT, pkg=''):
+    "`nbdev.test.test_nb`, plus: the notebook with its outputs goes to `out`/nbs and its status to `out`/status."
+    from fastcore.foundation import L
+    from fastcore.basics import str2bool
+    from fastcore.imports import IN_NOTEBOOK
+    from fastcore.xtras import working_directory
+    from execnb.nbio import dict2nb, nb2str
+    from execnb.shell import CaptureShell
+    from nbdev.process import NBProcessor, nb_lang
+    from nbdev.frontmatter import FrontmatterProc
+    fn = Path(fn)
+    if basepath: sys.path.insert(0, str(basepath))
+    if not IN_NOTEBOOK: os.environ["IN_TEST"] = '1'
+    flags = set(L(skip_flags)) - set(L(force_flags))
+    src = fn.read_bytes()                       # read once: the hash names exactly the text that ran
+    saved = dict2nb(json.loads(src))            # the copy written out: directives kept, outputs filled in below
+    nb = dict2nb(json.loads(src)); nb['path_'] = str(fn)
+    for i, c in enumerate(nb.cells): c['orig_idx_'] = i   # NBProcessor drops the title cell: map back by index
+    nb = NBProcessor(nb=nb, procs=FrontmatterProc, process=True).nb
+    status = dict(notebook=fn.name, key=run_key(src, flags), package=pkg, passed=True, seconds=0.0, error=None)
+    fm = getattr(nb, 'frontmatter_', {})
+    if str2bool(fm.get('skip_exec', False)) or nb_lang(nb) != 'python':
+        status['skipped'] = True
+        _atomic_write(executed_path(fn, out), nb2str(saved)); _atomic_write(status_path(fn, out), json.dumps(status))
+        return True, 0
+
+    def _no_eval(cell):   # nbdev.test.test_nb's, verbatim
+        if cell.cell_type != 'code': return True
+        if 'nbdev_export' + '(' in cell.source: return True
+        direc = getattr(cell, 'directives_', {}) or {}
+        if direc.get('eval:', [''])[0].lower() == 'false': return True
+        return flags & direc.keys()
+
+    count = [0]
+    def _keep(cell):       # after each cell that ran: its outputs and a Jupyter-style execution count
+        count[0] += 1
+        dst = saved.cells[cell.orig_idx_]
+        dst['outputs'], dst['execution_count'] = cell.get('outputs', []), count[0]
+        for o in dst['outputs']:
+            if 'execution_count' in o: o['execution_count'] = count[0]
+
+    start = time.time()
+    k = CaptureShell(fn)
+    if do_print: print(f'Starting {fn}')
+    try:
+        with working_directory(fn.parent):
+            k.run_all(nb, exc_stop=True, preproc=_no_eval, postproc=_keep)
+            res = True
+    except BaseException:
+        tb = k.prettytb(fname=fn)
+        if showerr: sys.stderr.write(tb + '\n')
+        res = False
+        status['error'] = tb[-4000:]
+    status.update(passed=res, seconds=round(time.time() - start, 2))
+    _atomic_write(executed_path(fn, out), nb2str(saved))
+    _atomic_write(status_path(fn, out), json.dumps(status))
+    if do_print: print(f'- Completed {fn}')
+    return res, time.time() - start
+
+
+def notebooks(path=None, ignore_fname='.notest', **kwargs):
+    "The notebooks nbdev_test would test, sorted, absolute."
+    from nbdev.doclinks import nbglob
+    from nbdev.test import _keep_file
+    files = nbglob(path, as_path=True, **kwargs)
+    return [f.absolute() for f in sorted(files) if _keep_file(f, ignore_fname)]
+
+
+def run_all(files, flags='', n_workers=None, do_print=False, pause=0.01, out=OUT):
+    "Run `files` like nbdev_test's loop; returns [(passed, seconds)] in the order of `files`."
+    from fastcore.parallel import parallel, num_cpus
+    from fastcore.imports import IN_NOTEBOOK
+    from fastcore.xtras import working_directory
+    from nbdev.config import get_config
+    cfg = get_config()
+    skip_flags, force_flags = cfg.tst_flags.split(), flags.split()
+    if n_workers is None: n_workers = 0 if len(files) == 1 else min(num_cpus(), 8)
+    kw = ({'method': 'spawn'} if os.name == 'nt' else {'method': 'forkserver'}) if IN_NOTEBOOK else {}
+    wd = cfg.nbs_path
+    with working_directory(wd if (wd and wd.exists()) else os.getcwd()):
+        return list(parallel(run_nb, files, skip_flags=skip_flags, force_flags=force_flags, n_workers=n_workers,
+                             basepath=cfg.config_path, pause=pause, do_print=do_print, out=Path(out).absolute(),
+                             pkg=package_hash(), **kw))
+
+
+def main(argv=None):
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--path', default=None, help='a notebook name or glob to test (default: all of nbs/)')
+    p.add_argument('--flags', default='', help='space separated list of test flags to run that are normally ignored')
+    p.add_argument('--n_workers', type=int, default=None, help='number of worker processes')
+    p.add_argument('--timing', action='store_true', help='time each notebook to see which are slow')
+    p.add_argument('--do_print', action='store_true', help='print start and end of each notebook')
+    p.add_argument('--pause', type=float, default=0.01, help='pause (s) between notebooks to avoid race conditions')
+    p.add_argument('--ignore_fname', default='.notest', help='a file of this name makes its siblings ignored')
+    p.add_argument('--out', default=str(OUT), help='where the executed notebooks and their status go')
+    a = p.parse_args(argv)
+    files = notebooks(a.path, a.ignore_fname)
+    if not files: return print('No files were eligible for testing')
+    results = run_all(files, a.flags, a.n_workers, a.do_print, a.pause, a.out)
+    passed, times = zip(*results)
+    if all(passed): print("Success.")
+    else:   # nbdev_test's words and layout: runs/test.sh counts the names under the fence
+        failed = '\n\t'.join(f.name for ok, f in zip(passed, files) if not ok)
+        sys.stdout.flush()
+        sys.stderr.write(f"\nnbdev Tests Failed On The Following Notebooks:\n{'=' * 50}\n\t{failed}\n")
+        return 1
+    if a.timing:
+        for i, t in sorted(enumerate(times), key=lambda o: o[1], reverse=True): print(f"{files[i].name}: {int(t)} secs")
+    return 0
+
+
+if __name__ == '__main__':
+    # run as the module `nb_run`, not `__main__`: the workers find run_nb by module name, and IPython (the notebooks'
+    # shell) replaces sys.modules['__main__'] in a worker once it has run a notebook
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import nb_run
+    sys.exit(nb_run.main())
