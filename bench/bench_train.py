@@ -16,7 +16,8 @@ optimizers), once as this project ships it and once with nanochat's step structu
   the project compiles it when `--compile=1`); eager mode compiles nothing on either side.
 AdamW is torch's fused kernel on both sides (nanochat's own compiled AdamW step is not rebuilt here).
 
-Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
+Eager rows interleave the two sides step by step in one process (the machine's speed drifts over minutes; taking
+turns cancels that); compiled rows run back to back. Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
 over the fp32 matmul peak measured in this run. The val-bpb rows train 200 steps (d4, seq 256, eager) on each side
@@ -127,18 +128,53 @@ class Side:
         self.gpt, self.optim = gpt, optim
         self.project = (gpt.GPT.forward, gpt.MLP.forward, optim._quintic_iteration)
 
-    def use(self, side):
+    def use(self, side, reset=True):
         forward, mlp_forward, quintic = self.project if side == "project" else \
             (nanochat_forward, nanochat_mlp_forward, nanochat_quintic)
         self.gpt.GPT.forward = forward
         self.gpt.MLP.forward = mlp_forward
         self.optim._quintic_iteration = quintic
-        self.optim._compiled_muon_step = None  # a compiled Muon step belongs to one side
-        torch._dynamo.reset()
+        if reset:
+            self.optim._compiled_muon_step = None  # a compiled Muon step belongs to one side
+            torch._dynamo.reset()
 
 
 PEAK = None  # the fp32 matmul peak, measured once per bench run so that every row divides by the same number
 WARMUP = 10  # steps left out of the timing: compiling, and the allocator and page faults of a fresh run
+
+
+def train_flags(depth, seq, compile_, steps, tag):
+    "base_train flags of a throughput row: batch 8 rows, one micro-step, window L, head_dim 64"
+    return [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
+            f"--total-batch-size={8 * seq}", "--window-pattern=L", f"--num-iterations={steps}", "--eval-every=-1",
+            "--core-metric-every=-1", "--sample-every=-1", f"--compile={int(compile_)}", "--device-type=cpu",
+            f"--model-tag={tag}"]
+
+
+def measure_interleaved(side, depth, seq, steps):
+    """Eager rows: both sides' runs live in one process and take turns step by step (who goes first alternates), so
+    a machine that speeds up or slows down over time hits both alike. Median step time after WARMUP steps."""
+    from nanochat.common import parse_config
+    from nanochat.scripts.base_train import TrainConfig, setup, train_step
+    runs, times = {}, {}
+    for name in ("nanochat", "project"):
+        side.use(name)
+        runs[name] = setup(parse_config(TrainConfig, train_flags(depth, seq, False, steps, f"il_{name}_{depth}_{seq}")))
+        times[name] = []
+    for step in range(steps):
+        order = ("nanochat", "project") if step % 2 == 0 else ("project", "nanochat")
+        for name in order:
+            side.use(name, reset=False)
+            t0 = time.perf_counter()
+            train_step(runs[name])
+            times[name].append(time.perf_counter() - t0)
+            runs[name].state.step += 1
+    side.use("project")
+    out = {}
+    for name, run in runs.items():
+        tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
+        out[name] = dict(tok_s=tok_s, mfu=run.num_flops_per_token * tok_s / PEAK, run=run)
+    return out
 
 
 def measure(depth, seq, compile_, steps, extra=()):
@@ -213,11 +249,14 @@ def main():
     measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
     for depth, seq, comp in configs:
-        r = {}
-        for name in ("nanochat", "project"):  # the same config back to back, baseline first
-            side.use(name)
-            r[name] = measure(depth, seq, comp, args.steps)
-        side.use("project")
+        if not comp:
+            r = measure_interleaved(side, depth, seq, args.steps)
+        else:  # a compiled graph belongs to one side's code: the two runs go back to back, baseline first
+            r = {}
+            for name in ("nanochat", "project"):
+                side.use(name)
+                r[name] = measure(depth, seq, comp, args.steps)
+            side.use("project")
         rows.append((depth, seq, comp, r))
         n, q = r["nanochat"], r["project"]
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
