@@ -227,7 +227,8 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
     limit = self.max_positions()  # generation stops when the sequence fills the rotary table
-    compiled = self.compile and max_tokens is not None  # a compiled step needs a cache that never grows
+    # a compiled step needs a cache that never grows; it pays off at batch 1 only (see "Compiled decoding")
+    compiled = self.compile and max_tokens is not None and num_samples == 1
     if max_tokens is None:
         max_tokens = limit - len(tokens)
         cache_len = min(len(tokens) + model.config.sequence_len, limit)
