@@ -78,6 +78,7 @@ def prepare_tokenizer(work, name, vocab_size, max_chars):
 
 def run_row(work, name, spec, pre_dir, args):
     "Train one row with base_train; returns its val bpb curve and timing"
+    import nanochat.common as common
     import nanochat.scripts.base_train as bt
     from nanochat.common import parse_config
     _, extra, seed = ROWS[name]
@@ -86,13 +87,13 @@ def run_row(work, name, spec, pre_dir, args):
              f"--eval-every={args.eval_every}", f"--eval-tokens={args.eval_tokens}", "--core-metric-every=-1",
              "--sample-every=-1", "--compile=False", "--device-type=cpu", f"--model-tag={name}",
              f"--tokenizer={spec}", f"--pretokenized-dir={pre_dir}"] + extra
-    original = bt.compute_init
+    original = common.compute_init  # StageRun.init_compute looks it up in common
     def seeded(*a, **k):  # compute_init seeds 42; another seed changes only the initial weights
         out = original(*a, **k)
         torch.manual_seed(seed)
         return out
     t0 = time.time()
-    with mock.patch.object(bt, "compute_init", seeded):
+    with mock.patch.object(common, "compute_init", seeded):
         run = bt.train(parse_config(bt.TrainConfig, flags))
     return {"tokenizer": ROWS[name][0], "flags": extra, "seed": seed, "bpbs": run.state.bpbs,
             "final_bpb": run.state.val_bpb, "min_bpb": run.state.min_val_bpb, "params": run.num_params,

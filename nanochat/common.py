@@ -5,15 +5,15 @@
 # %% auto #0
 __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp', 'in_notebook', 'print0',
            'get_base_dir', 'atomic_write', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
-           'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'str2bool', 'config_parser', 'exit_if_dry_run',
-           'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
-           'get_mfu', 'ddp_allreduce_check', 'run_torchrun']
+           'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'StageRun', 'str2bool', 'config_parser',
+           'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
+           'get_peak_flops', 'get_mfu', 'ddp_allreduce_check', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, logging, argparse, tempfile, functools, contextlib
 import dataclasses
 from dataclasses import fields, MISSING
-from typing import get_type_hints
+from typing import Any, get_type_hints
 import torch
 import torch.distributed as dist
 
@@ -184,6 +184,26 @@ def compute_cleanup():
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+
+# %% ../nbs/00_common.ipynb #e8f6271c
+@dataclasses.dataclass(slots=True, repr=False)  # slots, as its subclasses; no repr (they would inherit it)
+class StageRun:
+    "The block every training script's run starts with: its flags and where this process runs; `init_compute` fills it"
+    # Config and device
+    cfg: Any = None  # the flags (the script's config dataclass, which has a device_type)
+    device_type: str = "cpu"  # cuda|cpu|mps
+    ddp: bool = False  # one of several torchrun processes
+    rank: int = 0  # this process's global rank
+    local_rank: int = 0  # its rank on this node (its GPU)
+    world_size: int = 1  # number of processes
+    device: torch.device = None  # where the model and the batches live
+    master: bool = True  # rank 0: it prints and writes the report
+
+    def init_compute(self):
+        "Pick the device (`cfg.device_type`, else the best available), join the process group if under torchrun"
+        self.device_type = self.cfg.device_type or autodetect_device_type()
+        self.ddp, self.rank, self.local_rank, self.world_size, self.device = compute_init(self.device_type)
+        self.master = self.rank == 0
 
 # %% ../nbs/00_common.ipynb #db4f2d29
 def str2bool(s):

@@ -17,6 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def free_port():
     with socket.socket() as s: s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
+def kernel_ready(port, nb_name):
+    "The server's view: the notebook's session has a kernel that is idle and has the page's websocket connected."
+    try: sessions = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/sessions", timeout=5).read())
+    except Exception: return False
+    kernels = [s["kernel"] for s in sessions if s.get("path") == nb_name and s.get("kernel")]
+    return len(kernels) == 1 and kernels[0].get("execution_state") == "idle" and kernels[0].get("connections", 0) >= 1
+
 def wait_http(url, timeout=60):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -45,7 +52,7 @@ def main():
                             "--ServerApp.token=", "--ServerApp.password=", "--allow-root", f"--ServerApp.root_dir={work}",
                             "--LabApp.news_url=", "--ServerApp.disable_check_xsrf=True"],
                            stdout=subprocess.DEVNULL, stderr=open(work / "lab.log", "w"), env=env, cwd=work)
-    errors = []
+    errors, page_errors = [], []
     shot = ROOT / "_docs_shots" / f"lab_{args.nb}.png"
     shot.parent.mkdir(exist_ok=True)
     try:
@@ -53,16 +60,29 @@ def main():
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page_errors = []
             benign = ("Canceled future for kernel_info_request",)  # JupyterLab's own note when a kernel restarts
             page.on("pageerror", lambda e: None if str(e).startswith(benign) else page_errors.append(str(e)))
             page.goto(f"http://127.0.0.1:{port}/lab/tree/{nb_name}")
             page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
-            page.wait_for_function("() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'",
-                                   timeout=60_000)
+            # Wait until the kernel is really up before restarting it. The cells render (and the toolbar's execution
+            # indicator reads 'idle') before JupyterLab has even asked for a kernel; Restart clicked then finds no
+            # kernel, fails ("No kernel to restart"), and JupyterLab shows a Select Kernel dialog instead. Clicked
+            # while the first kernel websocket is still connecting, the restart races the reconnect (the server then
+            # logs struct.error on the socket it is replacing). So: the status bar says "<kernel> | Idle" (a kernel,
+            # connected, idle) and the server agrees (idle, the page's websocket connected).
+            page.wait_for_function("""() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+                .some(e => /^(?!No Kernel).+\\| Idle$/.test(e.textContent.trim()))""", timeout=120_000)
+            t_ready = time.time()
+            while not kernel_ready(port, nb_name):
+                if time.time() - t_ready > 60: raise RuntimeError("the page shows an idle kernel but the server does not")
+                time.sleep(0.5)
+            time.sleep(1)  # let the client finish its own start-up requests (kernel_info, comm_info) on the socket
             t0 = time.time()
             page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
             page.click(".lm-Menu-itemLabel:text-is('Restart Kernel and Run All Cells…')")
+            dialog = page.wait_for_selector(".jp-Dialog", timeout=30_000).inner_text()
+            if not dialog.startswith("Restart Kernel?"):  # never accept some other dialog (e.g. Select Kernel) blindly
+                raise RuntimeError(f"expected the Restart Kernel? dialog, got: {dialog[:200]!r}")
             page.click(".jp-Dialog-button.jp-mod-accept")
             # done: the kernel is idle and every cell has run, or a cell raised (Run All stops at the first error)
             done = """() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
@@ -102,6 +122,10 @@ def main():
         try: lab.wait(10)
         except subprocess.TimeoutExpired: lab.kill()
     if errors:
+        if page_errors and not any(e.startswith("JavaScript errors") for e in errors):
+            errors.append(f"JavaScript errors: {page_errors[:3]}")
+        log = (work / "lab.log").read_text(errors="replace").splitlines()
+        print("jupyter log (last 40 lines):\n    " + "\n    ".join(log[-40:]))
         print("LAB CHECK FAILED:\n  " + "\n  ".join(errors) + f"\n  (jupyter log: {work / 'lab.log'}; screenshot: {shot})")
         return 1
     print(f"lab check passed; screenshot: {shot}")

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator
 import torch
 import torch.distributed as dist
 from torch.profiler import record_function
-from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, get_peak_flops,
-                             get_mfu, autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook)
+from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
+                             parse_config, asdict_config, get_wandb, in_notebook)
 
 # %% ../../nbs/24_base_train.ipynb #76100585
 @dataclass
@@ -129,17 +129,10 @@ class LoopState:
 
 # %% ../../nbs/24_base_train.ipynb #5c6ffa9a
 @dataclass(slots=True, repr=False)  # repr=False: the default repr would print the whole model
-class Run:
+class Run(StageRun):
     "What one training run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
-    # Config and device
+    # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: TrainConfig = None  # the flags
-    device_type: str = "cpu"  # cuda|cpu|mps
-    ddp: bool = False  # one of several torchrun processes
-    rank: int = 0  # this process's global rank
-    local_rank: int = 0  # its rank on this node (its GPU)
-    world_size: int = 1  # number of processes
-    device: torch.device = None  # where the model and the batches live
-    master: bool = True  # rank 0: it prints, samples and writes the report
     # Tokenizer
     tokenizer: Any = None  # the BPE of <base_dir>/tokenizer, or the one --tokenizer names
     tokenizer_dir: str = None  # its directory (its token bytes and metadata sit beside it)
@@ -253,11 +246,10 @@ def setup(cfg):
     from nanochat.core_eval import check_core_crop
     check_core_crop(cfg.core_crop)  # a bad --core-crop fails now, not at the first CORE evaluation
     check_lz78_flags(cfg)
-    run = Run(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
+    run = Run(cfg=cfg)
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
-    run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
-    run.master = run.rank == 0
+    run.init_compute()
     _setup_tokenizer(run, cfg)
     run.model_tag = cfg.model_tag or f"d{cfg.depth}"
     run.checkpoint_dir = os.path.join(get_base_dir(), "base_checkpoints", run.model_tag)

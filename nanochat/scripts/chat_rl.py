@@ -13,8 +13,8 @@ from dataclasses import dataclass, asdict
 from typing import Any
 import torch
 import torch.distributed as dist
-from ..common import (compute_init, compute_cleanup, print0, autodetect_device_type, autocast_ctx, get_peak_flops,
-                             get_mfu, parse_config, asdict_config, get_wandb, in_notebook)
+from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
+                             asdict_config, get_wandb, in_notebook)
 from .base_train import due
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
@@ -159,17 +159,10 @@ def get_num_steps(cfg, num_train):
 
 # %% ../../nbs/29_chat_rl.ipynb #452bf52d
 @dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
-class RLRun:
+class RLRun(StageRun):
     "What one RL run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
-    # Config and device
+    # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: RLConfig = None  # the flags
-    device_type: str = "cpu"  # cuda|cpu|mps
-    ddp: bool = False  # one of several torchrun processes
-    rank: int = 0  # this process's global rank
-    local_rank: int = 0  # its rank on this node (its GPU)
-    world_size: int = 1  # number of processes
-    device: torch.device = None  # where the model and the batches live
-    master: bool = True  # rank 0: it prints and writes the report
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
     assistant_end: int = None  # id of <|assistant_end|>: where a sample stops, and the rollouts' padding
@@ -221,9 +214,8 @@ def setup(cfg, train_task=None, val_task=None):
     "Device, tasks, model, engine, optimizers, horizon and loop state for a run of `cfg`"
     from nanochat.engine import Engine
     check_config(cfg, int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
-    run = RLRun(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
-    run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
-    run.master = run.rank == 0
+    run = RLRun(cfg=cfg)
+    run.init_compute()
     if train_task is None or val_task is None:
         from nanochat.tasks import get_task
         train_task, val_task = get_task(cfg.task, "train"), get_task(cfg.task, "test")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, asdict, field
 from typing import Any, Callable, Iterator
 import torch
 import torch.distributed as dist
-from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, autocast_ctx,
-                             get_peak_flops, get_mfu, parse_config, asdict_config, get_wandb, in_notebook)
+from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
+                             parse_config, asdict_config, get_wandb, in_notebook)
 from .base_train import peak_memory_mb, due
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
                                         mean_target_loss)
@@ -121,17 +121,10 @@ class SFTState:
     val_losses: list = field(default_factory=list)  # (step, val loss)
 
 @dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
-class SFTRun:
+class SFTRun(StageRun):
     "What one SFT run holds; `setup` fills it in"
-    # Config and device
+    # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: SFTConfig = None  # the flags
-    device_type: str = "cpu"  # cuda|cpu|mps
-    ddp: bool = False  # one of several torchrun processes
-    rank: int = 0  # this process's global rank
-    local_rank: int = 0  # its rank on this node (its GPU)
-    world_size: int = 1  # number of processes
-    device: torch.device = None  # where the model and the batches live
-    master: bool = True  # rank 0: it prints and writes the report
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
     # Model and optimizers
@@ -160,13 +153,12 @@ def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, loaders and horizon for a run of `cfg` (`datasets` overrides the mixture)"
     if cfg.source not in ("base", "mid"):
         raise ValueError(f"--source={cfg.source!r}: use base or mid")
-    run = SFTRun(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
+    run = SFTRun(cfg=cfg)
     run.grad_accum_steps = get_sft_grad_accum_steps(cfg.target_examples_per_step, cfg.device_batch_size,
                                                     int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
     if datasets is None and cfg.mixture != "default":
         parse_mixture(cfg.mixture, "train")  # a bad name fails here
-    run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
-    run.master = run.rank == 0
+    run.init_compute()
     model, run.tokenizer, _, run.model_tag = load_source_model(cfg.source, cfg.model_tag, cfg.model_step, run.device)
     run.train_ds, run.val_ds = datasets or (build_sft_mixture(cfg.mixture, "train"),
                                             build_sft_mixture(cfg.mixture, "val"))

@@ -13,8 +13,8 @@ from dataclasses import dataclass, asdict
 from typing import Any, Iterator
 import torch
 import torch.distributed as dist
-from ..common import (compute_init, compute_cleanup, print0, get_base_dir, autodetect_device_type, get_peak_flops,
-                             get_mfu, autocast_ctx, parse_config, asdict_config, get_wandb, in_notebook)
+from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
+                             parse_config, asdict_config, get_wandb, in_notebook)
 from .base_train import LoopState, get_grad_accum_steps, peak_memory_mb, due
 
 # %% ../../nbs/27_mid_train.ipynb #bd255f1f
@@ -142,17 +142,10 @@ class MidLoopState(LoopState):
     progress: float = 0.0
 
 @dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
-class MidRun:
+class MidRun(StageRun):
     "What one midtraining run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
-    # Config and device
+    # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: MidConfig = None  # the flags
-    device_type: str = "cpu"  # cuda|cpu|mps
-    ddp: bool = False  # one of several torchrun processes
-    rank: int = 0  # this process's global rank
-    local_rank: int = 0  # its rank on this node (its GPU)
-    world_size: int = 1  # number of processes
-    device: torch.device = None  # where the model and the batches live
-    master: bool = True  # rank 0: it prints and writes the report
     # Tokenizer
     tokenizer: Any = None  # the base model's tokenizer
     token_bytes: torch.Tensor = None  # (vocab_size,) UTF-8 bytes of each token, for bits per byte
@@ -202,13 +195,12 @@ def setup(cfg, datasets=None):
     from nanochat.dataloader import conversation_bestfit_loader
     if cfg.pack not in ("crop", "pad"):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
-    run = MidRun(cfg=cfg, device_type=cfg.device_type or autodetect_device_type())
+    run = MidRun(cfg=cfg)
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
     if datasets is None and cfg.mixture != "default":
         parse_mixture(cfg.mixture, "train")  # a bad name fails here
-    run.ddp, run.rank, run.local_rank, run.world_size, run.device = compute_init(run.device_type)
-    run.master = run.rank == 0
+    run.init_compute()
     model, run.tokenizer, base_meta, run.model_tag = load_source_model("base", cfg.model_tag, cfg.model_step,
                                                                        run.device)
     run.train_ds, run.val_ds = datasets or (build_mixture(cfg.mixture, "train"), build_mixture(cfg.mixture, "val"))
