@@ -282,9 +282,12 @@ def asdict_config(cfg):
 # %% ../nbs/00_common.ipynb #98ee2d3d
 class DummyWandb:
     "Stand-in for a wandb run: every call is a no-op"
-    def __init__(self): pass
-    def log(self, *args, **kwargs): pass
-    def finish(self): pass
+    def __init__(self):
+        pass
+    def log(self, *args, **kwargs):
+        pass
+    def finish(self):
+        pass
 
 def get_wandb(run='dummy', master_process=True, **init_kwargs):
     "A real wandb run when `run` is not 'dummy' (rank 0 only), else a `DummyWandb`"

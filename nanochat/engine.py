@@ -34,7 +34,8 @@ class KVCache:
         self.cache_seqlens.zero_()
         self.pos = 0
 
-    def get_pos(self): return self.pos
+    def get_pos(self):
+        return self.pos
 
     def get_layer_cache(self, layer_idx):
         "Views (B, T_max, n_kv_head, head_dim) of one layer's keys and values"
@@ -110,8 +111,10 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv}
 _UNARYOPS = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
-def _is_number(x): return type(x) in (int, float)  # not bool, not complex
-def _is_str(node): return isinstance(node, ast.Constant) and type(node.value) is str
+def _is_number(x):
+    return type(x) in (int, float)  # not bool, not complex
+def _is_str(node):
+    return isinstance(node, ast.Constant) and type(node.value) is str
 
 def _calc_eval(node, deadline):
     "Evaluate a whitelisted tree exactly (as Fractions): numbers, + - * / //, unary + -, 'literal'.count('literal')"

@@ -52,8 +52,10 @@ class CappedStringIO(io.StringIO):
 
 class NoStdin(io.TextIOBase):
     "stdin for sandboxed code: reading from it is an error, not a hang"
-    def readable(self): return False
-    def read(self, *args): raise OSError("stdin is not available in the sandbox")
+    def readable(self):
+        return False
+    def read(self, *args):
+        raise OSError("stdin is not available in the sandbox")
     readline = read
 
 # %% ../nbs/11_execution.ipynb #8f87437b
@@ -61,7 +63,8 @@ class TimeoutException(BaseException):
     "Raised in the child by the timer; a BaseException so that `except Exception` in the code cannot swallow it"
 
 def _disabled(name):
-    def fn(*args, **kwargs): raise PermissionError(f"{name} is disabled in the sandbox")
+    def fn(*args, **kwargs):
+        raise PermissionError(f"{name} is disabled in the sandbox")
     return fn
 
 DISABLED = {
@@ -153,7 +156,8 @@ def reliability_guard(maximum_memory_bytes=None, timeout=None, sandbox_dir=None,
         sys.modules[name] = None  # `import ctypes` now raises ImportError
 
 # %% ../nbs/11_execution.ipynb #030f47af
-def _on_alarm(signum, frame): raise TimeoutException()
+def _on_alarm(signum, frame):
+    raise TimeoutException()
 
 def _run_request(req, stdout, stderr):
     "Run `req['code']` under the guard and the timer; the result fields as a dict"

@@ -55,7 +55,8 @@ class GPTConfig:
             raise ValueError(f"embedding_mode={self.embedding_mode!r} must be one of {EMBEDDING_MODES}")
 
     @property
-    def head_dim(self): return self.n_embd // self.n_head
+    def head_dim(self):
+        return self.n_embd // self.n_head
 
 # %% ../nbs/05_gpt.ipynb #b4741a1b
 @patch(cls_method=True)

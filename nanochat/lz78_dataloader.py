@@ -178,7 +178,8 @@ class TokenDocuments:
         if self.total and self.start(0) != 0:
             raise ValueError(f"{self.where} does not start with BOS: not written by lz78_pretokenize")
 
-    def __len__(self): return int(self.first_doc[-1])
+    def __len__(self):
+        return int(self.first_doc[-1])
 
     def start(self, i):
         "Global position of document `i`'s BOS (the shard's BOS positions are found once, when first needed)"

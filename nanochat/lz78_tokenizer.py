@@ -185,7 +185,8 @@ def trie_regex(patterns):
         for c in p:
             node = node.setdefault(c, {})
         node[END] = True
-    def size(node): return 1 + sum(size(child) for c, child in node.items() if c != END)
+    def size(node):
+        return 1 + sum(size(child) for c, child in node.items() if c != END)
     def alternation(node):
         alts = []
         for c, child in sorted(((c, ch) for c, ch in node.items() if c != END), key=lambda kv: -size(kv[1])):
@@ -324,7 +325,8 @@ class LZ78Tokenizer(BaseTokenizer):
         self._split = regex.compile(pattern).findall if chunked else None
         self._matcher, self._cache = None, {}
 
-    def __getstate__(self): return {**self.__dict__, "_matcher": None, "_cache": {}}  # pickle small
+    def __getstate__(self):
+        return {**self.__dict__, "_matcher": None, "_cache": {}}  # pickle small
 
     @classmethod
     def train_from_iterator(cls, text_iterator, vocab_size, strategy="frequency_gated", chunked=True,
@@ -367,8 +369,10 @@ class LZ78Tokenizer(BaseTokenizer):
         "True when every entry minus its last byte is an entry too (or empty): a proper LZ78 dictionary"
         return all(len(p) == 1 or self._ids.get(p[:-1], self.byte_offset) < self.byte_offset for p in self.patterns)
 
-    def get_vocab_size(self): return len(self._id_bytes)
-    def get_special_tokens(self): return list(SPECIAL_TOKENS)
+    def get_vocab_size(self):
+        return len(self._id_bytes)
+    def get_special_tokens(self):
+        return list(SPECIAL_TOKENS)
     def encode_special(self, text):
         if text not in self.special_ids:
             raise ValueError(f"{text!r} is not a special token (known: {SPECIAL_TOKENS})")

@@ -272,7 +272,8 @@ _all_gather = getattr(dist, 'all_gather_single', None) or dist.all_gather_into_t
 
 class _Done:
     "A finished collective: `wait()` returns at once"
-    def wait(self): return True
+    def wait(self):
+        return True
 
 def reduce_scatter_avg(output, input):
     "Average `input` over ranks, keeping this rank's slice (along dim 0) in `output`; returns a handle to `wait()` on"

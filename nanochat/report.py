@@ -260,10 +260,14 @@ class Report:
 # %% ../nbs/10_report.ipynb #ae2d12e0
 class DummyReport:
     "No-op report for ranks other than 0"
-    def log(self, *args, **kwargs): pass
-    def plot(self, *args, **kwargs): return ""
-    def reset(self, *args, **kwargs): pass
-    def generate(self, *args, **kwargs): return None
+    def log(self, *args, **kwargs):
+        pass
+    def plot(self, *args, **kwargs):
+        return ""
+    def reset(self, *args, **kwargs):
+        pass
+    def generate(self, *args, **kwargs):
+        return None
 
 def get_report():
     "The report in `<base>/report` on rank 0, a `DummyReport` elsewhere"

@@ -37,9 +37,12 @@ class Task:
         "'generative' or 'categorical'"
         raise NotImplementedError(f"{type(self).__name__} has no eval_type")
 
-    def num_examples(self): raise NotImplementedError
-    def get_example(self, index): raise NotImplementedError
-    def evaluate(self, conversation, completion): raise NotImplementedError(f"{type(self).__name__} has no evaluate")
+    def num_examples(self):
+        raise NotImplementedError
+    def get_example(self, index):
+        raise NotImplementedError
+    def evaluate(self, conversation, completion):
+        raise NotImplementedError(f"{type(self).__name__} has no evaluate")
 
     def __len__(self):
         stop = self.num_examples() if self.stop is None else min(self.stop, self.num_examples())
@@ -60,7 +63,8 @@ class TaskSequence(Task):
         self.lengths = [len(task) for task in self.tasks]
         self.offsets = np.cumsum([0] + self.lengths)  # task k holds positions offsets[k] .. offsets[k+1]-1
 
-    def num_examples(self): return int(self.offsets[-1])
+    def num_examples(self):
+        return int(self.offsets[-1])
 
     def locate(self, position):
         "(task index, index inside that task) of a position in the concatenation"
@@ -131,7 +135,8 @@ class JsonlRows:
         self.lines = np.array(lines, dtype=np.int64)  # 1-based line numbers, for error messages
         self._fd = None
 
-    def __len__(self): return len(self.starts)
+    def __len__(self):
+        return len(self.starts)
 
     def __getitem__(self, i):
         if self._fd is None:
@@ -149,8 +154,10 @@ class ParquetRows:
     def __init__(self, path):
         import pyarrow.parquet as pq
         self.path, self.table = path, pq.read_table(path, memory_map=True)
-    def __len__(self): return self.table.num_rows
-    def __getitem__(self, i): return self.table.slice(int(i), 1).to_pylist()[0]
+    def __len__(self):
+        return self.table.num_rows
+    def __getitem__(self, i):
+        return self.table.slice(int(i), 1).to_pylist()[0]
 
 def open_rows(path):
     "A row reader for a .jsonl or .parquet file"
@@ -193,8 +200,10 @@ class HFTask(Task):
         self.rows = open_rows(path)
         self.perm = hf_shuffle_permutation(len(self.rows))
 
-    def num_examples(self): return len(self.rows)
-    def row(self, index): return self.rows[int(self.perm[index])]
+    def num_examples(self):
+        return len(self.rows)
+    def row(self, index):
+        return self.rows[int(self.perm[index])]
 
 # %% ../nbs/13_tasks.ipynb #c2ab32ab
 GSM_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -227,7 +236,8 @@ class GSM8K(HFTask):
         super().__init__(subset, split, **kwargs)
 
     @property
-    def eval_type(self): return "generative"
+    def eval_type(self):
+        return "generative"
 
     def get_example(self, index):
         row = self.row(index)
@@ -331,7 +341,8 @@ class ARC(HFTask):
         super().__init__(subset, split, **kwargs)
 
     @property
-    def eval_type(self): return "categorical"
+    def eval_type(self):
+        return "categorical"
 
     def get_example(self, index):
         row = self.row(index)
@@ -373,7 +384,8 @@ class MMLU(HFTask):
         super().__init__(subset, split, **kwargs)
 
     @property
-    def eval_type(self): return "categorical"
+    def eval_type(self):
+        return "categorical"
 
     def get_example(self, index):
         row = self.row(index)
@@ -414,7 +426,8 @@ class HumanEval(HFTask):
         super().__init__("openai_humaneval", split, **kwargs)
 
     @property
-    def eval_type(self): return "generative"
+    def eval_type(self):
+        return "generative"
 
     def get_example(self, index):
         row = self.row(index)
@@ -478,8 +491,10 @@ class CustomJSON(Task):
                 check_messages(messages, where)
                 self.conversations.append(messages)
 
-    def num_examples(self): return len(self.conversations)
-    def get_example(self, index): return {"messages": copy_messages(self.conversations[index])}
+    def num_examples(self):
+        return len(self.conversations)
+    def get_example(self, index):
+        return {"messages": copy_messages(self.conversations[index])}
 
 def copy_messages(messages):
     "A fresh list of fresh message dicts (callers may edit a conversation without touching the task)"
@@ -583,8 +598,10 @@ class SpellingBee(Task):
         self.words = get_word_list(words) if words is None or isinstance(words, str) else list(words)
 
     @property
-    def eval_type(self): return "generative"
-    def num_examples(self): return self.size
+    def eval_type(self):
+        return "generative"
+    def num_examples(self):
+        return self.size
 
     def get_example(self, index):
         rng = spelling_rng(index, self.split)
@@ -622,7 +639,8 @@ class SpellingBee(Task):
         assert isinstance(completion, str), "the completion must be a string"
         return int(extract_answer(completion) == extract_answer(conversation["messages"][-1]["content"][-1]["text"]))
 
-    def reward(self, conversation, completion): return float(self.evaluate(conversation, completion))
+    def reward(self, conversation, completion):
+        return float(self.evaluate(conversation, completion))
 
 class SimpleSpelling(Task):
     "Synthetic: spell a word, `word:w,o,r,d`"
@@ -635,8 +653,10 @@ class SimpleSpelling(Task):
         random.Random(42).shuffle(self.words)  # another order than SpellingBee's
 
     @property
-    def eval_type(self): return "generative"
-    def num_examples(self): return self.size
+    def eval_type(self):
+        return "generative"
+    def num_examples(self):
+        return self.size
 
     def get_example(self, index):
         word = spelling_rng(index, self.split).choice(self.words)
@@ -710,8 +730,10 @@ class SyntheticArithmetic(Task):
         self.split, self.size = split, size
 
     @property
-    def eval_type(self): return "generative"
-    def num_examples(self): return self.size
+    def eval_type(self):
+        return "generative"
+    def num_examples(self):
+        return self.size
 
     def get_example(self, index):
         rng = spelling_rng(index, self.split)
@@ -727,7 +749,8 @@ class SyntheticArithmetic(Task):
         assert isinstance(completion, str), "the completion must be a string"
         return int(extract_answer(completion) == extract_answer(conversation["messages"][-1]["content"][-1]["text"]))
 
-    def reward(self, conversation, completion): return float(self.evaluate(conversation, completion))
+    def reward(self, conversation, completion):
+        return float(self.evaluate(conversation, completion))
 
 # %% ../nbs/13_tasks.ipynb #2aa36f07
 WORD_TASKS = ("SpellingBee", "SimpleSpelling")
@@ -755,7 +778,8 @@ def task_missing_reason(name, split):
         return f"the identity file {IDENTITY_FILE} is missing"
     return None  # the word list is built offline when absent; synthetic tasks need no data
 
-def task_available(name, split): return task_missing_reason(name, split) is None
+def task_available(name, split):
+    return task_missing_reason(name, split) is None
 
 def get_task(name, split, **kwargs):
     "The task registered as `name` (see TASK_NAMES) for `split`; kwargs go to its constructor (size, start, stop, ...)"

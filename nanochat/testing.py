@@ -26,7 +26,8 @@ def closed_port():
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     "GET handler of `LocalServer`: serves its files, counts hits, fails on purpose"
-    def log_message(self, *args): pass  # keep test output clean
+    def log_message(self, *args):
+        pass  # keep test output clean
 
     def do_GET(self):
         fixture = self.server.fixture

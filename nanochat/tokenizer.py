@@ -37,22 +37,35 @@ class BaseTokenizer:
 
     # --- provided by each implementation ---
     @classmethod
-    def train_from_iterator(cls, text_iterator, vocab_size): raise NotImplementedError
+    def train_from_iterator(cls, text_iterator, vocab_size):
+        raise NotImplementedError
     @classmethod
-    def from_directory(cls, tokenizer_dir): raise NotImplementedError
-    def save(self, tokenizer_dir): raise NotImplementedError
-    def get_vocab_size(self): raise NotImplementedError
-    def get_special_tokens(self): raise NotImplementedError  # special token strings, in id order
-    def encode_special(self, text): raise NotImplementedError  # the id of one special token
-    def id_to_bytes(self, id): raise NotImplementedError     # the raw bytes of one token
-    def decode(self, ids): raise NotImplementedError
-    def _encode_ordinary(self, text): raise NotImplementedError  # text -> ids, never special ids
-    def _encode_ordinary_batch(self, texts, num_threads): return [self._encode_ordinary(t) for t in texts]
+    def from_directory(cls, tokenizer_dir):
+        raise NotImplementedError
+    def save(self, tokenizer_dir):
+        raise NotImplementedError
+    def get_vocab_size(self):
+        raise NotImplementedError
+    def get_special_tokens(self):
+        raise NotImplementedError  # special token strings, in id order
+    def encode_special(self, text):
+        raise NotImplementedError  # the id of one special token
+    def id_to_bytes(self, id):
+        raise NotImplementedError  # the raw bytes of one token
+    def decode(self, ids):
+        raise NotImplementedError
+    def _encode_ordinary(self, text):
+        raise NotImplementedError  # text -> ids, never special ids
+    def _encode_ordinary_batch(self, texts, num_threads):
+        return [self._encode_ordinary(t) for t in texts]
 
     # --- shared ---
-    def get_bos_token_id(self): return self.encode_special(self.bos_token)
-    def id_to_token(self, id): return self.decode([id])  # lossy for tokens that are partial UTF-8
-    def __call__(self, *args, **kwargs): return self.encode(*args, **kwargs)
+    def get_bos_token_id(self):
+        return self.encode_special(self.bos_token)
+    def id_to_token(self, id):
+        return self.decode([id])  # lossy for tokens that are partial UTF-8
+    def __call__(self, *args, **kwargs):
+        return self.encode(*args, **kwargs)
 
     def encode(self, text, prepend=None, append=None, num_threads=8):
         "Ids of a string, or a list of id lists for a list of strings; specials come only from prepend/append"
@@ -67,7 +80,8 @@ class BaseTokenizer:
     # --- chat format, defined in the "Conversations" section below ---
     def render_conversation(self, conversation, max_tokens=2048):
         return _render_conversation(self, conversation, max_tokens)
-    def render_for_completion(self, conversation): return _render_for_completion(self, conversation)
+    def render_for_completion(self, conversation):
+        return _render_for_completion(self, conversation)
     def visualize_tokenization(self, ids, mask, with_token_id=False):
         return _visualize_tokenization(self, ids, mask, with_token_id)
 
@@ -99,14 +113,18 @@ class CharLevelTokenizer(BaseTokenizer):
         meta = {"type": "char", "special_tokens": SPECIAL_TOKENS}
         atomic_write(os.path.join(tokenizer_dir, self.filename), lambda f: json.dump(meta, f), mode='w')
 
-    def get_vocab_size(self): return 256 + len(SPECIAL_TOKENS)
-    def get_special_tokens(self): return list(SPECIAL_TOKENS)
+    def get_vocab_size(self):
+        return 256 + len(SPECIAL_TOKENS)
+    def get_special_tokens(self):
+        return list(SPECIAL_TOKENS)
     def encode_special(self, text):
         if text not in self.special_ids:
             raise ValueError(f"{text!r} is not a special token (known: {SPECIAL_TOKENS})")
         return self.special_ids[text]
-    def id_to_bytes(self, id): return bytes([id]) if id < 256 else self.special_names[id].encode('utf-8')
-    def _encode_ordinary(self, text): return list(text.encode('utf-8'))
+    def id_to_bytes(self, id):
+        return bytes([id]) if id < 256 else self.special_names[id].encode('utf-8')
+    def _encode_ordinary(self, text):
+        return list(text.encode('utf-8'))
 
 # %% ../nbs/01_tokenizer.ipynb #8923d727
 @patch
@@ -183,15 +201,20 @@ class RustBPETokenizer(BaseTokenizer):
     def save(self, tokenizer_dir):
         atomic_write(os.path.join(tokenizer_dir, self.filename), lambda f: pickle.dump(self.enc, f))
 
-    def get_vocab_size(self): return self.enc.n_vocab
-    def get_special_tokens(self): return sorted(self.enc.special_tokens_set, key=self.enc.encode_single_token)
+    def get_vocab_size(self):
+        return self.enc.n_vocab
+    def get_special_tokens(self):
+        return sorted(self.enc.special_tokens_set, key=self.enc.encode_single_token)
     def encode_special(self, text):
         if text not in self.enc.special_tokens_set:
             raise ValueError(f"{text!r} is not a special token (known: {self.get_special_tokens()})")
         return self.enc.encode_single_token(text)
-    def id_to_bytes(self, id): return self.enc.decode_single_token_bytes(id)
-    def decode(self, ids): return self.enc.decode(ids)
-    def _encode_ordinary(self, text): return self.enc.encode_ordinary(text)
+    def id_to_bytes(self, id):
+        return self.enc.decode_single_token_bytes(id)
+    def decode(self, ids):
+        return self.enc.decode(ids)
+    def _encode_ordinary(self, text):
+        return self.enc.encode_ordinary(text)
     def _encode_ordinary_batch(self, texts, num_threads):
         return self.enc.encode_ordinary_batch(texts, num_threads=num_threads)
 
@@ -247,8 +270,10 @@ class HuggingFaceTokenizer(BaseTokenizer):
     def save(self, tokenizer_dir):
         atomic_write(os.path.join(tokenizer_dir, self.filename), lambda f: f.write(self.tokenizer.to_str()), mode='w')
 
-    def get_vocab_size(self): return self.tokenizer.get_vocab_size()
-    def get_special_tokens(self): return list(self._specials)
+    def get_vocab_size(self):
+        return self.tokenizer.get_vocab_size()
+    def get_special_tokens(self):
+        return list(self._specials)
     def encode_special(self, text):
         if text not in self._specials:
             raise ValueError(f"{text!r} is not a special token (known: {self._specials})")
@@ -256,8 +281,10 @@ class HuggingFaceTokenizer(BaseTokenizer):
     def id_to_bytes(self, id):
         token = self.tokenizer.id_to_token(id)
         return token.encode('utf-8') if token in self._specials else bytes(self._chars[c] for c in token)
-    def decode(self, ids): return self.tokenizer.decode(ids, skip_special_tokens=False)
-    def _encode_ordinary(self, text): return self.tokenizer.encode(text, add_special_tokens=False).ids
+    def decode(self, ids):
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+    def _encode_ordinary(self, text):
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
     def _encode_ordinary_batch(self, texts, num_threads):  # threads: the library's own pool (RAYON_NUM_THREADS)
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 

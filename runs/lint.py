@@ -3,7 +3,7 @@
 Checks every module under nanochat/ (except the generated _modidx.py) for:
   - lines over 120 characters;
   - one-line compound statements: `if x: y`, `elif x: y`, `else: y`, `for ...: y`, `while ...: y`, `try: y`,
-    `except ...: y`, `finally: y`, `with ...: y`, `case ...: y` (found with ast + tokenize, so a colon inside a
+    `except ...: y`, `finally: y`, `with ...: y`, `case ...: y`, `def f(): y`, `class C: y` (found with ast + tokenize, so a colon inside a
     string, a dict, a slice or a lambda is never mistaken for one);
   - statements joined with `;`;
   - unused imports: a name an import binds that the module never reads and that is not listed in __all__.
@@ -51,6 +51,8 @@ def block_headers(node):
             yield "else", node.orelse
         if node.finalbody:
             yield "finally", node.finalbody
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield "class" if isinstance(node, ast.ClassDef) else "def", node.body
     elif hasattr(ast, "Match") and isinstance(node, ast.Match):
         for case in node.cases:
             yield "case", case.body

@@ -61,7 +61,8 @@ class ChatSession:
         self.assistant_start, self.assistant_end = S("<|assistant_start|>"), S("<|assistant_end|>")
         self.clear()
 
-    def clear(self): self.tokens = [self.tokenizer.get_bos_token_id()]
+    def clear(self):
+        self.tokens = [self.tokenizer.get_bos_token_id()]
 
     def respond(self, user_input, out=None):
         "Add the user's turn, stream the assistant's reply to `out`, add it to the conversation; return its text"
