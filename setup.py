@@ -27,9 +27,11 @@ setuptools.setup(
                  'Intended Audience :: ' + cfg['audience'].title(),
                  'Natural Language :: ' + cfg['language'].title(),
                  'Programming Language :: Python :: 3'],
-    packages=setuptools.find_packages(include=['nanochat', 'nanochat.*']),
+    # nanochat/data holds no code, only the identity conversations: listed as a (namespace) package of data so
+    # setuptools ships it without warning that an importable folder is missing from `packages`
+    packages=setuptools.find_namespace_packages(include=['nanochat', 'nanochat.*'], exclude=['*__pycache__*']),
     include_package_data=True,
-    package_data={'nanochat': ['data/*.jsonl', 'ui.html']},  # the identity conversations and the chat page ship with it
+    package_data={'nanochat': ['ui.html'], 'nanochat.data': ['*.jsonl']},  # the chat page, the identity conversations
     install_requires=requirements,
     extras_require={'dev': dev_requirements, 'hf': ['tokenizers'], 'web': ['fastapi==0.165.0', 'uvicorn==0.54.0'],
                     'gpu': ['kernels']},  # gpu: Flash Attention 3 on Hopper (nanochat.flash_attention loads it lazily)
