@@ -224,8 +224,9 @@ def _field_comments(cls):
     try:
         src = inspect.getsource(cls)
     except (OSError, TypeError):  # defined in a notebook cell: look for it in IPython's line cache
-        src = next((''.join(lines) for _, _, lines, _ in reversed(list(linecache.cache.values()))
-                    if f'class {cls.__name__}' in ''.join(lines)), '')
+        # entries are (size, mtime, lines, name), except lazy ones (linecache.lazycache): 1-tuples, no lines yet
+        cached = [entry[2] for entry in reversed(list(linecache.cache.values())) if len(entry) == 4]
+        src = next((''.join(lines) for lines in cached if f'class {cls.__name__}' in ''.join(lines)), '')
     out = {}
     for line in src.splitlines():
         m = re.match(r'\s+(\w+)\s*:[^#]*#\s*(.*)$', line)

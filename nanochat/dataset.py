@@ -253,26 +253,35 @@ _READERS = {'py': lambda name, path: docs_from_python(name, path),
             'c': lambda name, path: docs_from_builtin(name),
             'topics': lambda name, path: docs_from_topics()}
 
+def _fitting_prefix(docs, max_chars):
+    "The longest prefix of `docs` with at most `max_chars` characters in all"
+    kept_chars = 0
+    n = 0
+    while n < len(docs) and kept_chars + len(docs[n]) <= max_chars:
+        kept_chars += len(docs[n])
+        n += 1
+    return docs[:n]
+
 def collect_local_documents(max_chars=None, seed=42, min_chars=100, lib=None):
     "Shuffled documents from the standard library's documentation, at most `max_chars` characters in all"
     sources = stdlib_sources(lib)
     random.Random(seed).shuffle(sources)
+    # no source fills more than an eighth of the budget: the pydoc topics alone are ~500k characters, so a small
+    # corpus on a Python whose shuffle puts them first would be nothing else (seen: Debian's 3.12, 70 documents)
+    per_source = None if max_chars is None else max_chars // 8
     docs = []
     total = 0
     for kind, name, path in sources:
         new = [d for d in _READERS[kind](name, path) if len(d) >= min_chars]
+        if per_source is not None:
+            new = _fitting_prefix(new, per_source)
         docs += new
         total += sum(map(len, new))
         if max_chars is not None and total >= max_chars:
             break
     random.Random(seed).shuffle(docs)
     if max_chars is not None:  # keep a prefix of the shuffled docs that fits in the budget
-        kept_chars = 0
-        n = 0
-        while n < len(docs) and kept_chars + len(docs[n]) <= max_chars:
-            kept_chars += len(docs[n])
-            n += 1
-        docs = docs[:n]
+        docs = _fitting_prefix(docs, max_chars)
     return docs
 
 # %% ../nbs/02_dataset.ipynb #641546cf
