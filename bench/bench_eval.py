@@ -39,8 +39,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_gpt  # noqa: E402  (bench/ is on sys.path when a bench script runs)
 import bench_train  # noqa: E402
-from nanochat.common import autocast_ctx, measure_matmul_flops  # noqa: E402
-from nanochat.core_eval import build_local_eval_bundle, evaluate_task, load_core_config, load_task_data  # noqa: E402
+from nanochat.common import autocast_ctx, get_mfu  # noqa: E402
+from nanochat.core_eval import (build_local_eval_bundle, core_task_meta, evaluate_task, load_core_config,  # noqa: E402
+                                load_task_data)
 from nanochat.loss_eval import evaluate_bpb  # noqa: E402
 from nanochat.testing import real_data_dir  # noqa: E402
 
@@ -82,7 +83,7 @@ def bench_bpb(side, model, batches, token_bytes, repeats, peak):
     out = {}
     for name in SIDES:
         tok_s = num_tokens / seconds[name]
-        out[name] = dict(tok_s=tok_s, mfu=fwd_flops * tok_s / peak, bpb=bpbs[name])
+        out[name] = dict(tok_s=tok_s, mfu=get_mfu(fwd_flops, tok_s, peak), bpb=bpbs[name])
     n, p = bpbs["nanochat"], bpbs["project"]
     assert abs(p - n) <= 1e-4 * abs(n), f"bpb differs: nanochat {n}, project {p}"
     return out
@@ -102,9 +103,8 @@ def core_tasks(choice, items):
         task = next((t for t in tasks if t["icl_task_type"] == task_type), None)
         if task is None or not os.path.exists(os.path.join(bundle, "eval_data", task["dataset_uri"])):
             continue
-        meta = {"task_type": task_type, "num_fewshot": task["num_fewshot"][0],
-                "continuation_delimiter": task.get("continuation_delimiter", " ")}  # as evaluate_core builds it
-        out.append((task["label"], task_type, meta, load_task_data(bundle, task["dataset_uri"], items)))
+        data = load_task_data(bundle, task["dataset_uri"], items)
+        out.append((task["label"], task_type, core_task_meta(task), data))
     return ("real CORE" if real else "local (offline, not CORE)"), out
 
 
@@ -148,11 +148,7 @@ def main():
     bench_train.ensure_tokenizer(base, corpus)
     from nanochat.tokenizer import get_tokenizer, get_token_bytes
     tokenizer, token_bytes = get_tokenizer(), get_token_bytes("cpu")
-    print(bench_train.cpu_report())
-    load = os.getloadavg()[0]
-    peak = max(measure_matmul_flops(n) for n in (1024, 2048))
-    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {peak / 1e9:.0f} GFLOP/s, load average "
-          f"{load:.2f}" + ("  (busy machine: numbers are low and noisy)" if load > 1.5 else ""))
+    peak = bench_train.machine_report()
     side = bench_train.Side()
     depths = [int(d) for d in args.depths.split(",")]
     vocab_size = tokenizer.get_vocab_size()
@@ -169,7 +165,7 @@ def main():
             r = bench_bpb(side, models[d], batches, token_bytes, args.repeats, peak)
             n, q = r["nanochat"], r["project"]
             print(f"| d{d} | {args.seq_len} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} | {q['tok_s'] / n['tok_s']:.2f}x "
-                  f"| {100 * n['mfu']:.1f}% | {100 * q['mfu']:.1f}% | {n['bpb']:.6f} | {q['bpb']:.6f} |", flush=True)
+                  f"| {n['mfu']:.1f}% | {q['mfu']:.1f}% | {n['bpb']:.6f} | {q['bpb']:.6f} |", flush=True)
     if args.core_items > 0:
         name, tasks = core_tasks(args.bundle, args.core_items)
         print(f"\nCORE: evaluate_task on the {name} bundle, one forward per item, best of {args.repeats}\n")

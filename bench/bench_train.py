@@ -17,13 +17,14 @@ optimizers), once as this project ships it and once with nanochat's step structu
 AdamW is torch's fused kernel on both sides (nanochat's own compiled AdamW step is not rebuilt here).
 
 Eager rows interleave the two sides step by step in one process (the machine's speed drifts over minutes; taking
-turns cancels that); compiled rows run back to back. Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
-tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
-defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
-over the fp32 matmul peak measured in this run. The val-bpb rows train 200 steps (d4, seq 256, eager) on each side
-from the same seed and compare them. Not a test: it prints tables. Read ratios from one run, on a quiet machine.
+turns cancels that); compiled rows run back to back. Setup: a corpus built by the project's own offline builder
+(`nanochat.dataset.ensure_data`), a vocab-4096 BPE tokenizer trained on it, batch 8 rows, one micro-step per
+optimizer step, window L, head_dim 64, base_train's defaults otherwise. Speed is the median step after warm-up; MFU
+is model FLOPs per token (6N + attention) x tokens/s over the fp32 matmul peak measured in this run. The val-bpb
+rows train 200 steps (d4, seq 256, eager) on each side from the same seed and compare them. Not a test: it prints
+tables. Read ratios from one run, on a quiet machine.
 """
-import argparse, os, re, statistics, sys, tempfile, time
+import argparse, os, re, statistics, tempfile, time
 import torch
 import torch.nn.functional as F
 
@@ -46,6 +47,17 @@ def cpu_report():
     fast = cpu_bf16_matmul_is_fast()
     return (f"{model} | features: {' '.join(found)} | torch kernels: {level} | {torch.get_num_threads()} threads "
             f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'}")
+
+
+def machine_report():
+    "Print the CPU's features, torch, the fp32 matmul peak measured now and the load; returns the peak (FLOP/s)"
+    from nanochat.common import get_peak_flops
+    print(cpu_report())
+    load = os.getloadavg()[0]
+    peak = get_peak_flops('cpu')
+    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {peak / 1e9:.0f} GFLOP/s, "
+          f"load average {load:.2f}" + ("  (busy machine: numbers are low and noisy)" if load > 1.5 else ""))
+    return peak
 
 
 def ensure_corpus(corpus=None):
@@ -228,13 +240,8 @@ def main():
     base = tempfile.mkdtemp(prefix="bench_train_")
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     ensure_tokenizer(base, corpus)
-    from nanochat.common import get_peak_flops
     global PEAK
-    print(cpu_report())
-    load = os.getloadavg()[0]
-    PEAK = get_peak_flops('cpu')
-    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {PEAK / 1e9:.0f} GFLOP/s, "
-          f"load average {load:.2f}" + ("  (busy machine: numbers are low and noisy)" if load > 1.5 else ""))
+    PEAK = machine_report()
     side = Side()
     if args.profile:
         for name in ("nanochat", "project"):
@@ -274,8 +281,8 @@ def main():
     for name in ("nanochat", "project"):
         side.use(name)
         t0 = time.time()
-        r = measure(4, 256, False, args.bpb_steps, extra=[f"--eval-every={args.bpb_steps}",
-                                                         f"--eval-tokens={args.eval_tokens}", f"--model-tag=bpb_{name}"])
+        extra = [f"--eval-every={args.bpb_steps}", f"--eval-tokens={args.eval_tokens}", f"--model-tag=bpb_{name}"]
+        r = measure(4, 256, False, args.bpb_steps, extra=extra)
         bpbs[name] = (r["run"].state.val_bpb, r["tok_s"], time.time() - t0)
     side.use("project")
     (nb, nt, nw), (pb, pt, pw) = bpbs["nanochat"], bpbs["project"]

@@ -7,8 +7,8 @@ __all__ = ['CORE_CROPS', 'EVAL_BUNDLE_URL', 'sample_fewshot', 'render_prompts_mc
            'find_common_length', 'batch_sequences_mc', 'batch_sequences_schema', 'batch_sequences_lm', 'crop_sequences',
            'model_max_seq_len', 'check_core_crop', 'core_max_seq_len', 'stack_sequences', 'forward_model',
            'render_and_tokenize', 'evaluate_example', 'evaluate_task', 'centered_accuracy', 'load_core_config',
-           'load_task_data', 'evaluate_core', 'write_core_csv', 'place_eval_bundle', 'download_eval_bundle',
-           'ensure_eval_bundle', 'build_local_eval_bundle']
+           'load_task_data', 'core_task_meta', 'evaluate_core', 'write_core_csv', 'place_eval_bundle',
+           'download_eval_bundle', 'ensure_eval_bundle', 'build_local_eval_bundle']
 
 # %% ../nbs/09_core_eval.ipynb #f72631a2
 import os, csv, json, time, random, shutil, zipfile, tempfile, fcntl
@@ -207,6 +207,11 @@ def load_task_data(eval_bundle_dir, dataset_uri, max_per_task=-1):
     return data[:max_per_task] if max_per_task > 0 else data
 
 # %% ../nbs/09_core_eval.ipynb #41b8faf3
+def core_task_meta(task):
+    "What `evaluate_task` needs from a task of core.yaml: its type, its number of shots, its delimiter"
+    return {'task_type': task['icl_task_type'], 'num_fewshot': task['num_fewshot'][0],
+            'continuation_delimiter': task.get('continuation_delimiter', ' ')}
+
 def evaluate_core(model, tokenizer, device, eval_bundle_dir, max_per_task=-1, max_seq_len=None):
     "Accuracy and centred accuracy per task, and CORE (their mean); tasks without a data file are skipped"
     tasks, random_baselines = load_core_config(eval_bundle_dir)
@@ -219,8 +224,7 @@ def evaluate_core(model, tokenizer, device, eval_bundle_dir, max_per_task=-1, ma
             continue
         if label not in random_baselines:
             raise KeyError(f"task {label!r} has no row in eval_meta_data.csv")
-        task_meta = {'task_type': task['icl_task_type'], 'num_fewshot': task['num_fewshot'][0],
-                     'continuation_delimiter': task.get('continuation_delimiter', ' ')}
+        task_meta = core_task_meta(task)
         t0 = time.time()
         data = load_task_data(eval_bundle_dir, task['dataset_uri'], max_per_task)
         results[label] = evaluate_task(model, tokenizer, data, device, task_meta, max_seq_len)
