@@ -10,7 +10,7 @@ A 16-token prompt, then 256 generated tokens (sampling with --temperature/--top-
 Per depth it reports, with wall-clock and CPU rates (tokens per CPU-second of all threads, from process_time), best
 of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
-    engine     nanochat.engine.Engine.generate (eager)
+    engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine)
     compiled   Engine(compile=True): one compiled single-token step over a fixed-size cache (compiled before timing;
                the compile time is printed). The engine compiles for batch 1 only (at batch 8 the compiled step
                measured 0.5-0.6x of eager on a 2-core AVX2 machine), so at batch 8 this row decodes eagerly
@@ -18,7 +18,7 @@ of --repeats, the methods interleaved:
                sampling, get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
   and each method's speed-up over the reference (CPU rates);
-- that the compiled engine gives exactly the eager engine's tokens at temperature 0;
+- that the engine and the compiled engine give exactly the reference loop's tokens at temperature 0;
 - prefill tokens/s (a 256-token prompt into a batch-1 cache) and time to first token (16- and 256-token prompts)
 - KV cache bytes per token and row.
 The machine is shared: compare methods from the same run, and read CPU time.
@@ -186,10 +186,12 @@ def main():
             for _ in compiled.generate(prompt, num_samples=batch, **gen_kw): pass  # compiles this batch size once
             compile_s = time.perf_counter() - t0
             greedy = dict(gen_kw, temperature=0.0)
-            same = [c for c, _ in engine.generate(prompt, num_samples=batch, **greedy)] == \
-                   [c for c, _ in compiled.generate(prompt, num_samples=batch, **greedy)]
-            print(f"batch {batch}: compiled the decode step in {compile_s:.0f} s; temperature 0: compiled tokens "
-                  f"{'identical to' if same else 'DIFFER from'} the eager engine's")
+            ref = [c for c, _ in reference_generate(engine, prompt, batch, args.new_tokens, 0.0, None)]
+            same = {name: [c for c, _ in e.generate(prompt, num_samples=batch, **greedy)] == ref
+                    for name, e in (('engine', engine), ('compiled', compiled))}
+            print(f"batch {batch}: compiled the decode step in {compile_s:.0f} s; temperature 0: "
+                  + ", ".join(f"{name} tokens {'identical to' if ok else 'DIFFER from'} the reference loop's"
+                              for name, ok in same.items()))
             methods = {
                 'engine': (lambda: engine.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
                 'compiled': (lambda: compiled.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
