@@ -289,6 +289,12 @@ def kv_cache_kwargs(self: Engine):
                 dtype=get_compute_dtype(device.type))
 
 @patch
+def lean_decoding(self: Engine, compiled=False):
+    "Decode through the lean step? For a GPT on the CPU computing in fp32 (GPUs and a bf16 policy keep model.forward)"
+    return (self.lean is not None and not compiled and self.model.get_device().type == 'cpu'
+            and get_compute_dtype('cpu') == torch.float32 and not torch.is_autocast_enabled('cpu'))
+
+@patch
 def max_positions(self: Engine):
     "Positions the model can encode: its rotary table (10x sequence_len), else sequence_len"
     cos = getattr(self.model, 'cos', None)
@@ -314,7 +320,7 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
         cache_len = len(tokens) + max_tokens
     if compiled:
         cache_len = cache_capacity(cache_len) # a few sizes, each compiled once
-    lean = self.lean is not None and device.type == 'cpu' and not compiled
+    lean = self.lean_decoding(compiled)
     packed = self.lean.weights(num_samples) if lean else None # once per call: the weights are fixed until it returns
     # 1) Prefill the prompt once, at batch 1
     kv_prefill = KVCache(1, seq_len=len(tokens), **self.kv_cache_kwargs())
