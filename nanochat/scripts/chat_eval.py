@@ -9,12 +9,12 @@ __all__ = ['SHORT_FLAGS', 'EVAL_TASKS', 'CHATCORE_TASKS', 'SYNTHETIC_EVAL_TASKS'
            'report_lines', 'main']
 
 # %% ../../nbs/26_chat_eval.ipynb #20967964
-import sys, math, time
+import sys, math, time, functools
 from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 from ..common import (compute_init, compute_cleanup, print0, get_dist_info, autocast_ctx, parse_config,
-                             asdict_config, in_notebook)
+                             asdict_config, in_notebook, get_peak_flops, get_mfu)
 from ..tasks import get_task, task_missing_reason, resolve_word_list, TaskDataMissing
 
 # %% ../../nbs/26_chat_eval.ipynb #390b273b
@@ -78,17 +78,27 @@ def letter_token_ids(tokenizer, letters, cache):
         ids.append(cache[letter])
     return ids
 
-def all_reduce_counts(passed, total, device):
-    "Sum `(passed, total)` over the ranks (no-op without a process group)"
+def all_reduce_counts(passed, total, tokens, device):
+    "Sum `(passed, total, tokens)` over the ranks (no-op without a process group)"
     if not (dist.is_available() and dist.is_initialized()):
-        return passed, total
-    counts = torch.tensor([passed, total], dtype=torch.long, device=device)
+        return passed, total, tokens
+    counts = torch.tensor([passed, total, tokens], dtype=torch.long, device=device)
     dist.all_reduce(counts, op=dist.ReduceOp.SUM)
-    return int(counts[0]), int(counts[1])
+    return int(counts[0]), int(counts[1]), int(counts[2])
 
-def print_final(passed, total, seconds=None):
-    "The result line of a task: `Final: passed/total (pct%)`, and the throughput when `seconds` is given"
-    rate = f" | {total / seconds:.2f} problems/s" if seconds else ""
+_peak_flops = functools.cache(get_peak_flops) # measured once per process, not inside every task's timing
+
+def print_final(passed, total, seconds=None, tokens=0, model=None):
+    "The result line of a task: `Final: passed/total (pct%)`; with `seconds`, problems/s, tokens/s and MFU"
+    rate = ""
+    if seconds:
+        rate = f" | {total / seconds:.2f} problems/s"
+    if seconds and tokens:
+        rate += f" | {tokens / seconds:,.0f} tok/s"
+    if seconds and tokens and hasattr(model, 'estimate_flops'): # a GPT (the notebook's stand-in models are not)
+        flops_per_token = model.estimate_flops() / 3 # a forward is a third of forward + backward
+        peak = _peak_flops(model.get_device().type)
+        rate += f" | mfu: {get_mfu(flops_per_token, tokens / seconds, peak):.2f}%"
     print0(f"Final: {passed}/{total} ({100 * passed / max(total, 1):.2f}%){rate}")
 
 @torch.inference_mode()
@@ -100,7 +110,7 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
     max_len = model.cos.size(1) if hasattr(model, 'cos') else model.config.sequence_len  # positions it can encode
     num_problems = len(task) if max_problems is None else min(len(task), max_problems)
     num_batches = math.ceil(num_problems / batch_size)
-    letter_cache, passed, total, t0 = {}, 0, 0, time.time()
+    letter_cache, passed, total, tokens, t0 = {}, 0, 0, 0, time.time()
     for b in range(rank, num_batches, world_size):
         conversations = [task[i] for i in range(b * batch_size, min((b + 1) * batch_size, num_problems))]
         prompts = [tokenizer.render_for_completion(c)[-max_len:] for c in conversations]  # crop left if ever needed
@@ -108,6 +118,7 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
         ids = torch.tensor([p + [bos] * (longest - len(p)) for p in prompts], dtype=torch.long, device=device)
         with autocast_ctx(device.type):
             logits = model(ids)  # (B, T, vocab_size)
+        tokens += ids.numel() # every position is computed, the padding too
         for k, conversation in enumerate(conversations):
             letters = conversation['letters']
             letter_ids = letter_token_ids(tokenizer, letters, letter_cache)
@@ -115,8 +126,8 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
             predicted = letters[int(focus.argmax())]
             passed += task.evaluate(conversation, predicted)
             total += 1
-    passed, total = all_reduce_counts(passed, total, device)
-    print_final(passed, total, time.time() - t0)  # problems of all ranks per second of wall time
+    passed, total, tokens = all_reduce_counts(passed, total, tokens, device)
+    print_final(passed, total, time.time() - t0, tokens, model)  # all ranks' problems and tokens per second
     return passed / max(total, 1), passed, total
 
 # %% ../../nbs/26_chat_eval.ipynb #ef4d06fe
@@ -127,14 +138,15 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
     _, rank, _, world_size = get_dist_info()
     device = model.get_device()
     num_problems = len(task) if max_problems is None else min(len(task), max_problems)
-    passed, total, t0 = 0, 0, time.time()
+    passed, total, tokens, t0 = 0, 0, 0, time.time()
     for i in range(rank, num_problems, world_size):
         conversation = task[i]
         prompt = tokenizer.render_for_completion(conversation)
         with autocast_ctx(device.type):
             results, _ = engine.generate_batch(prompt, num_samples=num_samples, max_tokens=max_new_tokens,
                                                temperature=temperature, top_k=top_k)
-        completions = [tokenizer.decode(tokens[len(prompt):]) for tokens in results]
+        completions = [tokenizer.decode(row[len(prompt):]) for row in results]
+        tokens += sum(len(row) - len(prompt) for row in results) # generated (and forced) tokens, every sample
         outcomes = [task.evaluate(conversation, completion) for completion in completions]
         passed += int(any(outcomes))
         total += 1
@@ -143,8 +155,8 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
             print(f"\r\033[K{line}", end='', flush=True)
     if rank == 0 and sys.stdout.isatty():
         print()
-    passed, total = all_reduce_counts(passed, total, device)
-    print_final(passed, total, time.time() - t0)  # problems of all ranks per second of wall time
+    passed, total, tokens = all_reduce_counts(passed, total, tokens, device)
+    print_final(passed, total, time.time() - t0, tokens, model)  # all ranks' problems and tokens per second
     return passed / max(total, 1), passed, total
 
 # %% ../../nbs/26_chat_eval.ipynb #2ac1f0c0
