@@ -79,7 +79,7 @@ def bench_bpb(side, model, batches, token_bytes, repeats, peak):
             return evaluate_bpb(model, batches, len(batches), token_bytes)
     seconds, bpbs = interleaved_best(side, run, repeats)
     num_tokens = sum(x.numel() for x, _ in batches)
-    fwd_flops = model.estimate_flops() / 3  # estimate_flops counts forward + backward (3 x a forward)
+    fwd_flops = model.estimate_forward_flops()
     out = {}
     for name in SIDES:
         tok_s = num_tokens / seconds[name]

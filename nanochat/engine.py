@@ -247,7 +247,7 @@ class Engine:
         self.model = model
         self.tokenizer = tokenizer # needed for tool use
         self.compile = compile # decode through one compiled single-token step (see "Compiled decoding")
-        self.lean = LeanDecoder(model) if isinstance(model, GPT) else None # CPU decode steps ("A lean decode step")
+        self.lean_decoder = LeanDecoder(model) if isinstance(model, GPT) else None # see "A lean decode step"
         S = tokenizer.encode_special
         self.special = dict(python_start=S("<|python_start|>"), python_end=S("<|python_end|>"),
                             output_start=S("<|output_start|>"), output_end=S("<|output_end|>"),
@@ -291,7 +291,7 @@ def kv_cache_kwargs(self: Engine):
 @patch
 def lean_decoding(self: Engine, compiled=False):
     "Decode through the lean step? For a GPT on the CPU computing in fp32 (GPUs and a bf16 policy keep model.forward)"
-    return (self.lean is not None and not compiled and self.model.get_device().type == 'cpu'
+    return (self.lean_decoder is not None and not compiled and self.model.get_device().type == 'cpu'
             and get_compute_dtype('cpu') == torch.float32 and not torch.is_autocast_enabled('cpu'))
 
 @patch
@@ -321,7 +321,7 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     if compiled:
         cache_len = cache_capacity(cache_len) # a few sizes, each compiled once
     lean = self.lean_decoding(compiled)
-    packed = self.lean.weights(num_samples) if lean else None # once per call: the weights are fixed until it returns
+    packed = self.lean_decoder.weights(num_samples) if lean else None # once per call: weights fixed until it returns
     # 1) Prefill the prompt once, at batch 1
     kv_prefill = KVCache(1, seq_len=len(tokens), **self.kv_cache_kwargs())
     ids = torch.tensor([tokens], dtype=torch.long, device=device)
@@ -338,7 +338,8 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
             kv_cache.pos += 1 # the step advanced cache_seqlens on the device; keep the Python mirror in step
         elif step > 0:
             kv_cache.ensure_room(1, max_len=limit)
-            logits = self.lean.step(ids, kv_cache, packed) if lean else model.forward(ids, kv_cache=kv_cache)[:, -1, :]
+            logits = (self.lean_decoder.step(ids, kv_cache, packed) if lean else
+                      model.forward(ids, kv_cache=kv_cache)[:, -1, :])
         next_ids = sample_next_token(logits, rng, temperature, top_k)  # (B, 1)
         token_column, token_masks, any_forced = next_ids[:, 0].tolist(), [], False
         for i, state in enumerate(row_states):

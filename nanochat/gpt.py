@@ -419,6 +419,11 @@ def estimate_flops(self: GPT):
     return 6 * (nparams - nparams_exclude) + attn_flops
 
 @patch
+def estimate_forward_flops(self: GPT):
+    "Estimated FLOPs per token of a forward pass alone (evaluation, sampling): a third of `estimate_flops`"
+    return self.estimate_flops() / 3 # 2 of the 6 FLOPs per matmul weight, 4 of the 12 of attention
+
+@patch
 def num_scaling_params(self: GPT):
     "All parameters, as in the Chinchilla paper (nanochat's scaling-law convention)"
     return sum(p.numel() for p in self.parameters())

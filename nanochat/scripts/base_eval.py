@@ -49,7 +49,7 @@ def evaluate_bpb_splits(model, tokenizer, device, sequence_len, device_batch_siz
     if steps * tokens_per_step != split_tokens:
         print0(f"Using {steps * tokens_per_step:,} tokens per split ({steps} steps of {tokens_per_step:,})")
     bpb_results = {}
-    flops_per_token = model.estimate_flops() / 3 # a forward is a third of forward + backward
+    flops_per_token = model.estimate_forward_flops()
     peak = get_peak_flops(model.get_device().type)
     for split in ('train', 'val'):
         t0 = time.time()

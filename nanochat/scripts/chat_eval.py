@@ -94,11 +94,11 @@ def print_final(passed, total, seconds=None, tokens=0, model=None):
     if seconds:
         rate = f" | {total / seconds:.2f} problems/s"
     if seconds and tokens:
-        rate += f" | {tokens / seconds:,.0f} tok/s"
-    if seconds and tokens and hasattr(model, 'estimate_flops'): # a GPT (the notebook's stand-in models are not)
-        flops_per_token = model.estimate_flops() / 3 # a forward is a third of forward + backward
-        peak = _peak_flops(model.get_device().type)
-        rate += f" | mfu: {get_mfu(flops_per_token, tokens / seconds, peak):.2f}%"
+        tok_per_sec = tokens / seconds
+        rate += f" | {tok_per_sec:,.0f} tok/s"
+        if hasattr(model, 'estimate_forward_flops'): # a GPT (the notebook's stand-in models are not)
+            peak = _peak_flops(model.get_device().type)
+            rate += f" | mfu: {get_mfu(model.estimate_forward_flops(), tok_per_sec, peak):.2f}%"
     print0(f"Final: {passed}/{total} ({100 * passed / max(total, 1):.2f}%){rate}")
 
 @torch.inference_mode()
