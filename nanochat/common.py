@@ -7,7 +7,7 @@ __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info
            'get_base_dir', 'atomic_write', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
            'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'StageRun', 'str2bool', 'config_parser',
            'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
-           'get_peak_flops', 'get_mfu', 'ddp_allreduce_check', 'run_torchrun']
+           'get_peak_flops', 'get_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, logging, argparse, tempfile, functools, contextlib
@@ -346,6 +346,15 @@ def ddp_allreduce_check(device_type='cpu'):
     if total != expected:
         raise RuntimeError(f"all_reduce gave {total}, expected {expected}")
     return total
+
+# %% ../nbs/00_common.ipynb #8ee0c154
+def all_reduce_sum(values, device):
+    "Sum a list of integers over the ranks; without a process group, the list as it is"
+    if not (dist.is_available() and dist.is_initialized()):
+        return list(values)
+    counts = torch.tensor(values, dtype=torch.long, device=device)
+    dist.all_reduce(counts, op=dist.ReduceOp.SUM)
+    return counts.tolist()
 
 # %% ../nbs/00_common.ipynb #f060ecea
 def run_torchrun(module, args=(), nproc=2, timeout=300, env=None):

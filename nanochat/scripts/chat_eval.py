@@ -4,17 +4,15 @@
 
 # %% auto #0
 __all__ = ['SHORT_FLAGS', 'EVAL_TASKS', 'CHATCORE_TASKS', 'SYNTHETIC_EVAL_TASKS', 'BASELINES', 'ChatEvalConfig',
-           'expand_short_flags', 'load_eval_task', 'letter_token_ids', 'all_reduce_counts', 'print_final',
-           'run_categorical_eval', 'run_generative_eval', 'centered', 'chatcore', 'run_chat_eval', 'select_tasks',
-           'report_lines', 'main']
+           'expand_short_flags', 'load_eval_task', 'letter_token_ids', 'print_final', 'run_categorical_eval',
+           'run_generative_eval', 'centered', 'chatcore', 'run_chat_eval', 'select_tasks', 'report_lines', 'main']
 
 # %% ../../nbs/26_chat_eval.ipynb #20967964
 import sys, math, time, functools
 from dataclasses import dataclass
 import torch
-import torch.distributed as dist
 from ..common import (compute_init, compute_cleanup, print0, get_dist_info, autocast_ctx, parse_config,
-                             asdict_config, in_notebook, get_peak_flops, get_mfu)
+                             asdict_config, in_notebook, get_peak_flops, get_mfu, all_reduce_sum)
 from ..tasks import get_task, task_missing_reason, resolve_word_list, TaskDataMissing
 
 # %% ../../nbs/26_chat_eval.ipynb #390b273b
@@ -78,14 +76,6 @@ def letter_token_ids(tokenizer, letters, cache):
         ids.append(cache[letter])
     return ids
 
-def all_reduce_counts(passed, total, tokens, device):
-    "Sum `(passed, total, tokens)` over the ranks (no-op without a process group)"
-    if not (dist.is_available() and dist.is_initialized()):
-        return passed, total, tokens
-    counts = torch.tensor([passed, total, tokens], dtype=torch.long, device=device)
-    dist.all_reduce(counts, op=dist.ReduceOp.SUM)
-    return int(counts[0]), int(counts[1]), int(counts[2])
-
 _peak_flops = functools.cache(get_peak_flops) # measured once per process, not inside every task's timing
 
 def print_final(passed, total, seconds=None, tokens=0, model=None):
@@ -126,7 +116,7 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
             predicted = letters[int(focus.argmax())]
             passed += task.evaluate(conversation, predicted)
             total += 1
-    passed, total, tokens = all_reduce_counts(passed, total, tokens, device)
+    passed, total, tokens = all_reduce_sum([passed, total, tokens], device)
     print_final(passed, total, time.time() - t0, tokens, model)  # all ranks' problems and tokens per second
     return passed / max(total, 1), passed, total
 
@@ -155,7 +145,7 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
             print(f"\r\033[K{line}", end='', flush=True)
     if rank == 0 and sys.stdout.isatty():
         print()
-    passed, total, tokens = all_reduce_counts(passed, total, tokens, device)
+    passed, total, tokens = all_reduce_sum([passed, total, tokens], device)
     print_final(passed, total, time.time() - t0, tokens, model)  # all ranks' problems and tokens per second
     return passed / max(total, 1), passed, total
 
