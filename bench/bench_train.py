@@ -10,6 +10,8 @@ optimizers), once as this project ships it and once with nanochat's step structu
 - the loss: logits materialised (B*T, vocab) in fp32, `15 * tanh(logits / 15)`, `F.cross_entropy` (the project fuses
   `lm_head` and the loss in row chunks on the CPU; see the GPT notebook);
 - the MLP's `F.relu(x).square()` as two autograd operators (the project's `ReluSquared` has a one-pass backward);
+- RMSNorm as `F.rms_norm`, which autograd differentiates as its pieces on the CPU (the project's `RMSNormCPU` has a
+  hand-written backward when training in fp32 on the CPU);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
@@ -118,6 +120,11 @@ def nanochat_mlp_forward(self, x):
     return self.c_proj(F.relu(self.c_fc(x)).square())
 
 
+def nanochat_norm(x):
+    "norm as nanochat writes it"
+    return F.rms_norm(x, (x.size(-1),))
+
+
 def nanochat_quintic(G, coeffs, norm_scale, eps, dtype):
     "Polar Express as nanochat writes it: the polynomial with separate scale, matmul and add"
     from nanochat.optim import get_orth_dtype
@@ -138,13 +145,14 @@ class Side:
     def __init__(self):
         import nanochat.gpt as gpt, nanochat.optim as optim
         self.gpt, self.optim = gpt, optim
-        self.project = (gpt.GPT.forward, gpt.MLP.forward, optim._quintic_iteration)
+        self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, optim._quintic_iteration)
 
     def use(self, side, reset=True):
-        forward, mlp_forward, quintic = self.project if side == "project" else \
-            (nanochat_forward, nanochat_mlp_forward, nanochat_quintic)
+        forward, mlp_forward, norm, quintic = self.project if side == "project" else \
+            (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic)
         self.gpt.GPT.forward = forward
         self.gpt.MLP.forward = mlp_forward
+        self.gpt.norm = norm  # a module global: the blocks and attention look it up at each call
         self.optim._quintic_iteration = quintic
         if reset:
             self.optim._compiled_muon_step = None  # a compiled Muon step belongs to one side
@@ -209,7 +217,7 @@ def measure(depth, seq, compile_, steps, extra=()):
 def profile_table(depth=4, seq=256, steps=3):
     "base_train's per-phase profile (profile_steps) of a d4 eager step, as markdown rows"
     from nanochat.common import parse_config
-    from nanochat.scripts.base_train import TrainConfig, setup, train_step, profile_steps, OP_KINDS
+    from nanochat.scripts.base_train import TrainConfig, setup, train_step, profile_steps, count_step_flops, OP_KINDS
     flags = [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
              f"--total-batch-size={8 * seq}", "--window-pattern=L", "--num-iterations=100", "--eval-every=-1",
              "--core-metric-every=-1", "--sample-every=-1", "--compile=0", "--device-type=cpu", "--model-tag=prof"]
@@ -224,6 +232,17 @@ def profile_table(depth=4, seq=256, steps=3):
     total = sum(row["total"] for row in prof.values())
     shares = [f"{100 * sum(row[c] for row in prof.values()) / total:.0f}%" for c in cols]
     lines.append("| share of the step | " + " | ".join(shares) + " |")
+    # MFU's ceiling: the model's FLOPs over all the matmul FLOPs the step does (Muon's too), see the training notebook
+    flops = count_step_flops(run)
+    mfu_flops = run.num_flops_per_token * 8 * seq
+    matmul_s = sum(row["matmul"] for row in prof.values()) / 1000
+    speed = (flops["model"] + flops["optimizer"]) / matmul_s
+    ceiling = mfu_flops / (mfu_flops + flops["optimizer"])
+    lines.append(f"\nmatmul FLOPs per step: model {flops['model'] / 1e9:.2f} G (+ {(mfu_flops - flops['model']) / 1e9:.2f} G "
+                 f"attention), optimizer {flops['optimizer'] / 1e9:.2f} G | MFU ceiling (every FLOP at the peak): "
+                 f"{100 * ceiling:.0f}% | the profiled matmuls ran at {speed / 1e9:.0f} GFLOP/s ({100 * speed / PEAK:.0f}% "
+                 f"of the {PEAK / 1e9:.0f} measured at start) | MFU of the profiled step: "
+                 f"{100 * mfu_flops / (total / 1000) / PEAK:.0f}%")
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@
 __all__ = ['SAMPLE_PROMPTS', 'PHASES', 'OP_KINDS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps',
            'get_num_iterations', 'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'setup', 'train_step',
            'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save', 'due', 'train',
-           'report_training', 'main', 'profile_steps']
+           'report_training', 'main', 'profile_steps', 'count_step_flops']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
 import os, sys, time, resource, functools
@@ -486,7 +486,7 @@ def _op_kind(event):
         name = e.name.lower()
         if "scaled_dot_product" in name or "flash_attn" in name:
             return "attention"
-        if "rms_norm" in name:
+        if "rms_norm" in name or "rmsnorm" in name:  # F.rms_norm's operators; RMSNormCPU's backward (05_gpt)
             return "norm"
         if "crossentropy" in name or "cross_entropy" in name:
             return "loss"
@@ -517,3 +517,14 @@ def profile_steps(run, steps=3):
     for row in table.values():
         row["Python & framework"] = max(0.0, row["total"] - sum(row[k] for k in OP_KINDS))
     return table
+
+# %% ../../nbs/24_base_train.ipynb #f1b798b7
+def count_step_flops(run):
+    "Matmul FLOPs of one training step (it trains): `{'model': its forward and backward, 'optimizer': the rest}`"
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as counter:
+        train_step(run)
+    counts = counter.get_flop_counts()
+    total = sum(counts['Global'].values())
+    model = sum(counts.get(type(run.orig_model).__name__, {}).values())  # the model's module, backward included
+    return {'model': model, 'optimizer': total - model}
