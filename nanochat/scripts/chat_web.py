@@ -70,10 +70,12 @@ MIN_MAX_TOKENS, MAX_MAX_TOKENS = 1, 4096
 MAX_BODY_BYTES = 1024 * 1024  # larger bodies get 413 before they are parsed
 
 class ChatMessage(BaseModel):
+    "One message of a request's conversation: its role ('system' first only, then 'user' and 'assistant') and text"
     role: str
     content: str
 
 class ChatRequest(BaseModel):
+    "The body of POST /chat/completions: the conversation so far, and optional sampling settings"
     messages: List[ChatMessage]
     temperature: Optional[float] = None
     max_tokens: Optional[int] = None
