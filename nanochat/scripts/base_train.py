@@ -520,7 +520,7 @@ def profile_steps(run, steps=3):
 
 # %% ../../nbs/24_base_train.ipynb #f1b798b7
 def count_step_flops(run):
-    "Matmul FLOPs of one training step (it trains): `{'model': its forward and backward, 'optimizer': the rest}`"
+    "Matmul FLOPs of one training step, which it takes: `{'model': its forward and backward, 'optimizer': the rest}`"
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as counter:
         train_step(run)
