@@ -7,7 +7,7 @@ __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info
            'get_base_dir', 'atomic_write', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
            'cpu_bf16_matmul_is_fast', 'compute_init', 'compute_cleanup', 'StageRun', 'str2bool', 'config_parser',
            'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
-           'get_peak_flops', 'get_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, logging, argparse, tempfile, functools, contextlib
@@ -331,6 +331,16 @@ def get_peak_flops(device_type='cpu'):
 def get_mfu(num_flops_per_token, tok_per_sec, peak_flops):
     "Model FLOPs utilisation in %: FLOPs per token x tokens per second, over the peak FLOP/s"
     return 100 * num_flops_per_token * tok_per_sec / peak_flops
+
+# %% ../nbs/00_common.ipynb #5a19cd1c
+_process_peak_flops = functools.cache(get_peak_flops)
+
+def forward_mfu(model, tok_per_sec):
+    "MFU in % of forward passes at `tok_per_sec` (evaluation); None for a model without `estimate_forward_flops`"
+    if not hasattr(model, 'estimate_forward_flops'):
+        return None
+    peak = _process_peak_flops(model.get_device().type)  # measured on the first call of the process
+    return get_mfu(model.estimate_forward_flops(), tok_per_sec, peak)
 
 # %% ../nbs/00_common.ipynb #cc51b59e
 def ddp_allreduce_check(device_type='cpu'):

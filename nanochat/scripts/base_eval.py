@@ -10,7 +10,7 @@ __all__ = ['EVAL_MODES', 'BaseEvalConfig', 'parse_eval_modes', 'evaluate_bpb_spl
 import os, time, contextlib
 from dataclasses import dataclass
 from ..common import (compute_init, compute_cleanup, print0, get_base_dir, parse_config, config_parser,
-                             autocast_ctx, in_notebook, get_peak_flops, get_mfu, all_reduce_sum)
+                             autocast_ctx, in_notebook, forward_mfu, all_reduce_sum)
 from ..core_eval import (check_core_crop, core_max_seq_len, ensure_eval_bundle, build_local_eval_bundle,
                                 evaluate_core, write_core_csv, load_core_config)
 from ..loss_eval import evaluate_bpb
@@ -50,8 +50,6 @@ def evaluate_bpb_splits(model, tokenizer, device, sequence_len, device_batch_siz
     if steps * tokens_per_step != split_tokens:
         print0(f"Using {steps * tokens_per_step:,} tokens per split ({steps} steps of {tokens_per_step:,})")
     bpb_results = {}
-    flops_per_token = model.estimate_forward_flops()
-    peak = get_peak_flops(model.get_device().type)
     for split in ('train', 'val'):
         t0 = time.time()
         loader = tokenizing_distributed_data_loader_bos_bestfit(tokenizer, device_batch_size, sequence_len, split,
@@ -59,7 +57,7 @@ def evaluate_bpb_splits(model, tokenizer, device, sequence_len, device_batch_siz
         bpb_results[split] = evaluate_bpb(model, loader, steps, token_bytes)  # ends on .item(): the device is done
         seconds = time.time() - t0
         num_tokens = steps * tokens_per_step
-        mfu = get_mfu(flops_per_token, num_tokens / seconds, peak)
+        mfu = forward_mfu(model, num_tokens / seconds)
         print0(f"{split} bpb: {bpb_results[split]:.6f} | {num_tokens:,} tokens in {seconds:.1f}s "
                f"| tok/sec: {num_tokens / seconds:,.0f} | mfu: {mfu:.2f}%")
     return bpb_results
@@ -123,8 +121,8 @@ def main(argv=None):
             num_items = count_core_items(eval_bundle_dir, out['core']['results'], cfg.max_per_task)
             num_tokens, = all_reduce_sum([counted['tokens']], device)  # each rank forwarded its own items
             rate = f"{num_items / seconds:.1f} problems/s | tok/sec: {num_tokens / seconds:,.0f}"
-            if hasattr(model, 'estimate_forward_flops'):  # a GPT (the tests' stand-in models are not)
-                mfu = get_mfu(model.estimate_forward_flops(), num_tokens / seconds, get_peak_flops(device.type))
+            mfu = forward_mfu(model, num_tokens / seconds)  # None for the tests' stand-in models
+            if mfu is not None:
                 rate += f" | mfu: {mfu:.2f}%"
             print0(f"CORE: {num_items:,} problems, {num_tokens:,} tokens in {seconds:.1f}s | {rate}")
     if rank == 0 and out['core'] is not None:

@@ -8,11 +8,11 @@ __all__ = ['SHORT_FLAGS', 'EVAL_TASKS', 'CHATCORE_TASKS', 'SYNTHETIC_EVAL_TASKS'
            'run_generative_eval', 'centered', 'chatcore', 'run_chat_eval', 'select_tasks', 'report_lines', 'main']
 
 # %% ../../nbs/26_chat_eval.ipynb #20967964
-import sys, math, time, functools
+import sys, math, time
 from dataclasses import dataclass
 import torch
 from ..common import (compute_init, compute_cleanup, print0, get_dist_info, autocast_ctx, parse_config,
-                             asdict_config, in_notebook, get_peak_flops, get_mfu, all_reduce_sum)
+                             asdict_config, in_notebook, forward_mfu, all_reduce_sum)
 from ..tasks import get_task, task_missing_reason, resolve_word_list, TaskDataMissing
 
 # %% ../../nbs/26_chat_eval.ipynb #390b273b
@@ -76,8 +76,6 @@ def letter_token_ids(tokenizer, letters, cache):
         ids.append(cache[letter])
     return ids
 
-_peak_flops = functools.cache(get_peak_flops) # measured once per process, not inside every task's timing
-
 def print_final(passed, total, seconds=None, tokens=0, model=None):
     "The result line of a task: `Final: passed/total (pct%)`; with `seconds`, problems/s, tokens/s and MFU"
     rate = ""
@@ -86,9 +84,9 @@ def print_final(passed, total, seconds=None, tokens=0, model=None):
     if seconds and tokens:
         tok_per_sec = tokens / seconds
         rate += f" | {tok_per_sec:,.0f} tok/s"
-        if hasattr(model, 'estimate_forward_flops'): # a GPT (the notebook's stand-in models are not)
-            peak = _peak_flops(model.get_device().type)
-            rate += f" | mfu: {get_mfu(model.estimate_forward_flops(), tok_per_sec, peak):.2f}%"
+        mfu = forward_mfu(model, tok_per_sec) # None for the notebook's stand-in models
+        if mfu is not None:
+            rate += f" | mfu: {mfu:.2f}%"
     print0(f"Final: {passed}/{total} ({100 * passed / max(total, 1):.2f}%){rate}")
 
 @torch.inference_mode()
