@@ -11,9 +11,8 @@ Per depth it reports, with wall-clock and CPU rates (tokens per CPU-second of al
 of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
     engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine)
-    compiled   Engine(compile=True): one compiled single-token step over a fixed-size cache (compiled before timing;
-               the compile time is printed). The engine compiles for batch 1 only (at batch 8 the compiled step
-               measured 0.5-0.6x of eager on a 2-core AVX2 machine), so at batch 8 this row decodes eagerly
+    compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length a symbol: one graph
+               for batch 1 and one for larger batches, compiled before timing; the compile time is printed)
     reference  the baseline: nanochat's loop of mid-January 2026, rebuilt here on the same model: torch.multinomial
                sampling, get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
