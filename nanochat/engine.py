@@ -100,7 +100,7 @@ def _attend_last(q, keys, values, window_size):
     return _sdpa_attention(q_, k_, v_, True, tuple(window_size)).transpose(1, 2) # the model's own attention
 
 def _attend_last_sums(q, keys, values, left):
-    "The same as products and sums over the cache in its own layout, which inductor fuses (SDPA measured ~2x slower)"
+    "`_attend_last` in products and sums over the cache in its own layout, which inductor fuses (SDPA: ~2x slower)"
     B, _, H, D = q.shape
     P, H_kv = keys.size(1), keys.size(2)
     qg = q.view(B, H_kv, H // H_kv, D) # query heads grouped by their key/value head
@@ -348,7 +348,7 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     limit = self.max_positions()  # generation stops when the sequence fills the rotary table
     lean = self.lean_decoding() # compiled or not, as the engine was built (see "Compiled decoding")
     # where the lean step does not apply (GPUs), compile=True compiles model.forward over a cache that never grows
-    compiled = self.compile and not lean and max_tokens is not None and num_samples == 1
+    compiled_forward = self.compile and not lean and max_tokens is not None and num_samples == 1
     if max_tokens is None:
         max_tokens = limit - len(tokens)
         cache_len = min(len(tokens) + model.config.sequence_len, limit)
@@ -357,7 +357,7 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
         cache_len = len(tokens) + max_tokens
     # the compiled lean step keeps a spare row: its views would cover the whole cache at the last row (one more graph)
     spare = 1 if lean and self.compile else 0
-    if compiled:
+    if compiled_forward:
         cache_len = cache_capacity(cache_len) # a few sizes, each compiled once
     cache_len += spare
     packed = self.lean_decoder.weights(num_samples) if lean else None # once per call: weights fixed until it returns
@@ -372,7 +372,7 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     row_states = [RowState(tokens.copy()) for _ in range(num_samples)]
     # 3) Decode all rows in lockstep
     for step in range(max_tokens):
-        if step > 0 and compiled:
+        if step > 0 and compiled_forward:
             logits = compiled(decode_step, dynamic=False)(model, ids, kv_cache.k_cache, kv_cache.v_cache,
                                                           kv_cache.cache_seqlens)
             kv_cache.pos += 1 # the step advanced cache_seqlens on the device; keep the Python mirror in step
