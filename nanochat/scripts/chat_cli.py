@@ -30,6 +30,8 @@ def chat_parser():
                         help='float32|bfloat16 (empty = NANOCHAT_DTYPE, else the device default)')
     parser.add_argument('--device-type', type=str, default='', choices=['cuda', 'cpu', 'mps'],
                         help='Device type for evaluation: cuda|cpu|mps. empty => autodetect')
+    parser.add_argument('--compile', action='store_true',
+                        help='decode through a compiled step (12_engine: faster per token after a one-off compile)')
     return parser
 
 # %% ../../nbs/30_chat_cli.ipynb #5d3dde7c
@@ -94,7 +96,8 @@ def main(argv=None):
     except FileNotFoundError as e:
         raise SystemExit(f"chat_cli: {e}")
     print(f"chat_cli: the {source} model {os.path.basename(checkpoint_dir)}, step {step}", file=sys.stderr)
-    session = ChatSession(Engine(model, tokenizer), tokenizer, args.max_tokens, args.temperature, args.top_k)
+    engine = Engine(model, tokenizer, compile=args.compile)
+    session = ChatSession(engine, tokenizer, args.max_tokens, args.temperature, args.top_k)
     if not args.prompt:
         print("\nNanoChat Interactive Mode\n" + "-" * 50 + "\nType 'quit' or 'exit' to end the conversation\n"
               "Type 'clear' to start a new conversation\n" + "-" * 50)
