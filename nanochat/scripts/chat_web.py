@@ -44,6 +44,7 @@ class ChatWebConfig:
     dtype: str = ''  # -d: float32|bfloat16 (empty = NANOCHAT_DTYPE, else bf16 on CUDA and fp32 elsewhere)
     device_type: str = ''  # cuda|cpu|mps (empty = autodetect)
     max_queue: int = 64  # requests that may wait for a worker; more are answered 503
+    compile: bool = False  # decode through the engine's compiled step (12_engine; the first reply compiles it)
 
 SHORT_FLAGS = {'-i': '--source', '-g': '--model-tag', '-s': '--step', '-p': '--port', '-t': '--temperature',
                '-k': '--top-k', '-m': '--max-tokens', '-n': '--num-gpus', '-d': '--dtype'}
@@ -174,7 +175,8 @@ def load_workers(cfg):
     for i in range(cfg.num_gpus):
         device = torch.device(f"cuda:{i}" if device_type == 'cuda' else device_type)
         model, tokenizer, _ = load_model(source, device, phase='eval', model_tag=model_tag, step=step)
-        workers.append(Worker(i, device, Engine(model, tokenizer), tokenizer, model.config.sequence_len))
+        engine = Engine(model, tokenizer, compile=cfg.compile)
+        workers.append(Worker(i, device, engine, tokenizer, model.config.sequence_len))
         logger.info(f"Worker {i}: {source}/{model_tag} step {step} on {device}")
     return workers, f"{source}/{model_tag} step {step}"
 
