@@ -181,8 +181,7 @@ class LeanDecoder:
         pos = kv_cache.get_pos()
         if pos >= m.cos.size(1):
             raise ValueError(f"position {pos} is beyond the rotary embeddings cache ({m.cos.size(1)} positions)")
-        if pos >= kv_cache.max_seq_len:
-            raise ValueError(f"KV cache overflow: position {pos} does not fit in a cache of {kv_cache.max_seq_len}")
+        kv_cache.ensure_room(1) # a full cache is refused before the views below would silently come out short
         cos_sin = m.cos[:, pos:pos + 1], m.sin[:, pos:pos + 1] # (1, 1, 1, D/2)
         keys = [kv_cache.k_cache[i, :, :pos + 1] for i in range(kv_cache.n_layers)] # (B, P, H_kv, D) views
         values = [kv_cache.v_cache[i, :, :pos + 1] for i in range(kv_cache.n_layers)]
