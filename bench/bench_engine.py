@@ -11,8 +11,9 @@ Per depth it reports, with wall-clock and CPU rates (tokens per CPU-second of al
 of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
     engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine)
-    compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length a symbol: one graph
-               for batch 1 and one for larger batches, compiled before timing; the compile time is printed)
+    compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length and a batch above 1
+               the only symbols: one graph for batch 1 and one for larger batches, compiled before timing; the compile
+               time is printed)
     reference  the baseline: nanochat's loop of mid-January 2026, rebuilt here on the same model: torch.multinomial
                sampling, get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
