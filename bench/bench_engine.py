@@ -2,7 +2,7 @@
 
     python bench/bench_engine.py                         # d4 and d6, 256 new tokens, batch 1 and 8
     python bench/bench_engine.py --depths 4 --repeats 5 --temperature 0
-    python bench/bench_engine.py --threads 1             # torch intra-op threads (default auto, see below)
+    python bench/bench_engine.py --threads 1             # every row on 1 thread (default auto, see below)
 
 Models: random init (output projections given noise), vocab 4096, head_dim 64, context 256, window pattern L, fp32.
 A 16-token prompt, then 256 generated tokens (sampling with --temperature/--top-k, default 1.0/50 as in chat_rl).
@@ -12,8 +12,8 @@ of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
     engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine)
     compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length and a batch above 1
-               the only symbols: one graph for batch 1 and one for larger batches, compiled before timing; the compile
-               time is printed)
+               the only symbols: one graph for batch 1 and one for larger batches, compiled before timing for the
+               row's thread count; the compile time is printed)
     reference  the baseline: nanochat's loop of mid-January 2026, rebuilt here on the same model: torch.multinomial
                sampling, get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
@@ -23,10 +23,14 @@ of --repeats, the methods interleaved:
 - KV cache bytes per token and row.
 The machine is shared: compare methods from the same run, and read CPU time.
 
-Threads (--threads auto, the default): 1 thread at batch 1, all cores at larger batches. At batch 1 every matmul
-is a matrix-vector product too small to split: a second OpenMP thread mostly waits at barriers, and on a 2-core
-machine shared with other processes it can be 10x slower (measured: d4 batch 1 at 11-87 tokens/s with 2 threads vs
-~300-440 with 1, under load). At batch 8 the matmuls are wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
+Threads (--threads auto, the default): batch 1 twice, on 1 thread and on all cores; larger batches on all cores.
+Every method of a row runs on the row's thread count. Eagerly, a batch-1 matmul is a matrix-vector product that
+MKL runs on one thread: a second OpenMP thread mostly waits at barriers, and on a 2-core machine shared with other
+processes it can be 10x slower (measured: d4 batch 1 at 11-87 tokens/s with 2 threads vs ~300-440 with 1, under
+load). The compiled step computes those products with a kernel inductor generates, which splits the weight's rows
+over the threads: on all cores it streams the weights about twice as fast (see 12_engine). Inductor's kernels are
+specialised to the thread count they were compiled for, so each row compiles its own. At batch 8 the matmuls are
+wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
 """
 import argparse
 import os
@@ -155,10 +159,15 @@ def main():
     p.add_argument('--temperature', type=float, default=1.0)
     p.add_argument('--top-k', type=int, default=50)
     p.add_argument('--repeats', type=int, default=5)
-    p.add_argument('--threads', default='auto', help="'auto' (1 at batch 1, all cores above) or a number")
+    p.add_argument('--threads', default='auto', help="'auto' (batch 1 on 1 thread and on all cores, larger batches on all cores) or a number")
     p.add_argument('--no-naive', action='store_true', help='skip the (slow) no-cache baselines')
     args = p.parse_args()
     def threads_for(batch): return (1 if batch == 1 else os.cpu_count()) if args.threads == 'auto' else int(args.threads)
+    rows_to_run = []  # (batch, threads)
+    for batch in [int(b) for b in args.batches.split(',')]:
+        rows_to_run.append((batch, threads_for(batch)))
+        if args.threads == 'auto' and batch == 1 and os.cpu_count() > 1:
+            rows_to_run.append((batch, os.cpu_count()))  # the compiled step's products share out over threads
     from nanochat.common import get_peak_flops
     print(cpu_report())
     print(f"fp32 matmul peak measured now: {get_peak_flops('cpu') / 1e9:.0f} GFLOP/s")
@@ -180,8 +189,9 @@ def main():
         torch.set_num_threads(threads_for(1))
         for _ in engine.generate(prompt, max_tokens=8): pass  # warm up
         print(f"{'batch':>5} {'threads':>7} {'method':>10} {'tok/s wall':>11} {'tok/s CPU':>10} {'TTFT ms':>8} {'vs reference (CPU)':>19}")
-        for batch in [int(b) for b in args.batches.split(',')]:
-            torch.set_num_threads(threads_for(batch))
+        for batch, threads in rows_to_run:
+            torch.set_num_threads(threads)
+            torch._dynamo.reset()  # inductor's kernels are built for one thread count: compile for this row's
             t0 = time.perf_counter()
             for _ in compiled.generate(prompt, num_samples=batch, **gen_kw): pass  # compiles this batch size once
             compile_s = time.perf_counter() - t0
@@ -189,7 +199,7 @@ def main():
             ref = [c for c, _ in reference_generate(engine, prompt, batch, args.new_tokens, 0.0, None)]
             same = {name: [c for c, _ in e.generate(prompt, num_samples=batch, **greedy)] == ref
                     for name, e in (('engine', engine), ('compiled', compiled))}
-            print(f"batch {batch}: compiled the decode step in {compile_s:.0f} s; temperature 0: "
+            print(f"batch {batch}, {threads} thread(s): compiled the decode step in {compile_s:.0f} s; temperature 0: "
                   + ", ".join(f"{name} tokens {'identical to' if ok else 'DIFFER from'} the reference loop's"
                               for name, ok in same.items()))
             methods = {
@@ -205,19 +215,20 @@ def main():
                 speedup = '' if name == 'reference' else f"{cpu / rows['reference'][1]:.2f}x"
                 print(f"{batch:>5} {torch.get_num_threads():>7} {name:>10} {wall:>11,.0f} {cpu:>10,.0f} {ttft * 1e3:>8.1f} "
                       f"{speedup:>19}", flush=True)
-            results[(depth, batch)] = rows
+            results[(depth, batch, threads)] = rows
         for plen in (args.prompt_len, 256):
             torch.set_num_threads(threads_for(plen))  # a prompt is a batch of tokens for the matmuls
             wall, cpu = prefill_rate(engine, plen, args.repeats)
             ttft = min(time_stream(engine.generate(list(range(plen)), max_tokens=1))[1][0] for _ in range(args.repeats))
             print(f"prefill {plen:>3} tokens ({torch.get_num_threads()} thread(s)): {wall:>8,.0f} tok/s wall, {cpu:>8,.0f} tok/s CPU; "
                   f"time to first token {ttft * 1e3:.1f} ms")
-    print("\n| depth | batch | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop |")
-    print("|---|---|---|---|---|---|---|")
-    for (depth, batch), rows in results.items():
+    print("\n| depth | batch | threads | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop | compiled / loop (wall) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (depth, batch, threads), rows in results.items():
         r, e, c = rows['reference'][1], rows['engine'][1], rows['compiled'][1]
-        print(f"| d{depth} | {batch} | {r:,.0f} | {e:,.0f} | {c:,.0f} | {e / r:.2f}x | {c / r:.2f}x |")
-    print("(CPU-time rates: tokens per CPU-second of all threads)")
+        print(f"| d{depth} | {batch} | {threads} | {r:,.0f} | {e:,.0f} | {c:,.0f} | {e / r:.2f}x | {c / r:.2f}x "
+              f"| {rows['compiled'][0] / rows['reference'][0]:.2f}x |")
+    print("(CPU-time rates, tokens per CPU-second of all threads, except the last column: the same methods on the same threads)")
     print(f"load average at the end {os.getloadavg()[0]:.1f} (other processes on this machine distort wall-clock timings)")
 
 

@@ -90,6 +90,8 @@ def _matmul(x, w, layout):
     "x (B, in) times a packed weight: (B, out)"
     if layout == 'kn':
         return x @ w # w is (in, out): at batch 1 a matrix-vector product that streams w's rows in order
+    if x.size(0) == 1 and torch.compiler.is_compiling():
+        return (w * x).sum(dim=-1)[None] # inductor's own matrix-vector kernel: it shares w's rows out over threads
     y = (w @ x.t()).t() # w is (out, in): the weight is the big operand, shared out over threads
     return y if torch.compiler.is_compiling() else y.contiguous() # compiled, a copy makes inductor swap the operands
 
@@ -150,7 +152,7 @@ class LeanDecoder:
     @torch.no_grad()
     def weights(self, batch_size):
         "The matmul weights packed for `batch_size` rows, packed again when any parameter changed (RL trains between)"
-        layout = 'kn' if batch_size == 1 else 'nk'
+        layout = 'kn' if batch_size == 1 and not self.compile else 'nk' # compiled: 'nk' at every batch (see there)
         versions = [(p.data_ptr(), p._version) for p in self.model.parameters()] # in-place updates bump _version
         if self.packed is None or self.packed[:2] != (layout, versions):
             self.packed = (layout, versions) + self._pack(layout)

@@ -87,8 +87,8 @@ def main(argv=None):
     if args.dtype:
         os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # batch-1 decode: one thread is faster and steadier (bench_engine)
+    if device.type == "cpu" and not args.compile:  # compiled, the step's products share out over all threads
+        torch.set_num_threads(1)  # eager batch-1 decode: one thread is faster and steadier (bench_engine)
     try:
         source = args.source or newest_source()  # rl > sft > mid > base
         checkpoint_dir, step = resolve_checkpoint(source, args.model_tag, args.step)
