@@ -4,6 +4,7 @@ KV-cached sampling saves over a naive per-sample generation loop.
     python bench/bench_rl.py                        # d4, 2 questions x 16 samples x 128 new tokens, 3 steps
     python bench/bench_rl.py --steps 5 --num-samples 8 --device-batch-size 8 --max-new-tokens 64
     python bench/bench_rl.py --threads 0            # torch's default thread count (default: 1 thread)
+    python bench/bench_rl.py --compile              # chat_rl --compile: the RL steps (and the engine rows) compiled
 
 Setup: a 4096-token BPE tokenizer trained on the offline corpus (`tiny_setup`), a d4 model (head_dim 64, context
 256, window pattern L, random weights with non-zero projections, fp32) saved as an `sft` checkpoint in a temporary
@@ -17,6 +18,8 @@ Reported:
 - rollouts for one question (--num-samples samples), the methods interleaved, best of --repeats, wall and CPU
   rates (tokens per CPU-second of all threads, from process_time):
     engine batched   `generate_rollouts(engine, prompt, device_batch_size)`, what chat_rl runs
+    compiled batched the same through `Engine(compile=True)`, what `chat_rl --compile` runs (compiled before
+                     timing; the compile time is printed)
     engine single    the same Engine, one sample at a time (KV cache, no batching)
     naive            `GPT.generate` per sample: no KV cache, no batching (one run: it is slow)
 - the RL step as it would be with naive sampling (its sampling time rescaled by the measured rates; an estimate).
@@ -35,6 +38,7 @@ import torch
 import bench_gpt  # bench/ is on sys.path when a bench script runs
 from nanochat.checkpoint_manager import save_checkpoint, get_checkpoints_dir
 from nanochat.common import autocast_ctx, parse_config
+from nanochat.engine import Engine
 from nanochat.testing import tiny_setup
 from nanochat.scripts.chat_rl import RLConfig, setup, rl_step, generate_rollouts
 from nanochat.tasks import SyntheticArithmetic
@@ -50,14 +54,19 @@ def timed(fn):
 def rollout_methods(run, prompt, args):
     "name -> (function returning the number of generated tokens, max repeats)"
     engine, model = run.engine, run.model
+    compiled = Engine(model, run.tokenizer, compile=True)
     kw = dict(max_tokens=args.max_new_tokens, temperature=1.0, top_k=50)
 
-    def engine_batched():
+    def batched(engine):
         n = 0
         for b in range(args.num_samples // args.device_batch_size):
             seqs, _, _ = generate_rollouts(engine, prompt, args.device_batch_size, seed=b, **kw)
             n += sum(len(s) - len(prompt) for s in seqs)
         return n
+
+    t0 = time.perf_counter()
+    generate_rollouts(compiled, prompt, args.device_batch_size, max_tokens=8)  # compiles the batch > 1 graph
+    print(f"compiled the decode step in {time.perf_counter() - t0:.0f} s")
 
     def engine_single():
         n = 0
@@ -73,8 +82,9 @@ def rollout_methods(run, prompt, args):
             n += sum(1 for _ in model.generate(prompt, args.max_new_tokens, temperature=1.0, top_k=50, seed=i))
         return n
 
-    return {"engine batched": (engine_batched, args.repeats), "engine single": (engine_single, args.repeats),
-            "naive": (naive, 1)}
+    return {"engine batched": (lambda: batched(engine), args.repeats),
+            "compiled batched": (lambda: batched(compiled), args.repeats),
+            "engine single": (engine_single, args.repeats), "naive": (naive, 1)}
 
 
 def main():
@@ -87,6 +97,7 @@ def main():
     p.add_argument('--max-new-tokens', type=int, default=128)
     p.add_argument('--repeats', type=int, default=3)
     p.add_argument('--threads', type=int, default=1, help='torch intra-op threads (0 = torch default)')
+    p.add_argument('--compile', action='store_true', help="the RL steps as chat_rl --compile runs them")
     args = p.parse_args()
     if args.threads: torch.set_num_threads(args.threads)
     base = tempfile.mkdtemp(prefix="bench_rl_")
@@ -107,14 +118,15 @@ def bench(args, base):
                                   f"--examples-per-step={args.examples_per_step}", f"--num-samples={args.num_samples}",
                                   f"--device-batch-size={args.device_batch_size}",
                                   f"--max-new-tokens={args.max_new_tokens}",
-                                  "--eval-every=-1"])
+                                  "--eval-every=-1", f"--compile={args.compile}"])
     run = setup(cfg, SyntheticArithmetic("train", size=1000), SyntheticArithmetic("test", size=100))
     c = run.model.config
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}; d{args.depth}: n_embd {c.n_embd}, {c.n_layer} layers, vocab {c.vocab_size}, "
           f"{sum(q.numel() for q in run.model.parameters()) / 1e6:.1f}M params")
     print(f"RL step: {args.examples_per_step} questions x {args.num_samples} samples (Engine batches of "
-          f"{args.device_batch_size}), up to {args.max_new_tokens} new tokens, temperature 1.0, top-k 50\n")
+          f"{args.device_batch_size}{', compiled' if args.compile else ''}), up to {args.max_new_tokens} new tokens, "
+          f"temperature 1.0, top-k 50\n")
 
     # 1) chat_rl's own step
     print(f"{'step':>4} {'sampling s':>10} {'learning s':>10} {'sampling %':>10} {'rollout tok/s':>13} "
@@ -138,9 +150,9 @@ def bench(args, base):
 
     # 2) rollouts of one question, three ways, interleaved
     prompt = run.tokenizer.render_for_completion(run.train_task[0])
+    run.model.eval()
     methods = rollout_methods(run, prompt, args)
     results = {name: [] for name in methods}
-    run.model.eval()
     for r in range(args.repeats):
         for name, (fn, max_repeats) in methods.items():
             if r >= max_repeats: continue
@@ -150,9 +162,9 @@ def bench(args, base):
     best = {name: (max(w for w, _, _ in v), max(c for _, c, _ in v), v[0][2]) for name, v in results.items()}
     print(f"rollouts of one question: {args.num_samples} samples, {len(prompt)}-token prompt, up to "
           f"{args.max_new_tokens} new tokens (best of {args.repeats}; naive: 1 run)")
-    print(f"{'method':>15} {'tokens':>7} {'tok/s wall':>11} {'tok/s CPU':>10} {'vs naive (CPU)':>15}")
+    print(f"{'method':>16} {'tokens':>7} {'tok/s wall':>11} {'tok/s CPU':>10} {'vs naive (CPU)':>15}")
     for name, (wall, cpu, n) in best.items():
-        print(f"{name:>15} {n:>7,} {wall:>11,.0f} {cpu:>10,.0f} {cpu / best['naive'][1]:>14.1f}x")
+        print(f"{name:>16} {n:>7,} {wall:>11,.0f} {cpu:>10,.0f} {cpu / best['naive'][1]:>14.1f}x")
     naive_sample = s_time * best["engine batched"][1] / best["naive"][1]  # same tokens at the naive CPU rate
     print(f"\nan RL step with naive sampling (estimate): sampling {naive_sample / len(steps):.1f}s + learning "
           f"{l_time / len(steps):.2f}s, sampling {100 * naive_sample / (naive_sample + l_time):.0f}% of the step "

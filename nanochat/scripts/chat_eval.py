@@ -30,6 +30,7 @@ class ChatEvalConfig:
     step: int = None  # -s: checkpoint step to load (default: the last one)
     max_problems: int = None  # -x: at most this many problems per task (default: all)
     device_type: str = ''  # cuda|cpu|mps (empty = autodetect)
+    compile: bool = False  # decode through the engine's compiled step (12_engine; CPU: a one-off compile, 5-40 s)
 
 SHORT_FLAGS = {'-i': '--source', '-a': '--task-name', '-t': '--temperature', '-m': '--max-new-tokens',
                '-n': '--num-samples', '-k': '--top-k', '-b': '--batch-size', '-g': '--model-tag', '-s': '--step',
@@ -224,7 +225,7 @@ def main(argv=None):
         raise SystemExit("no task has its data on this machine: see `python -m nanochat.tasks status`")
     ddp, rank, local_rank, world_size, device = compute_init(cfg.device_type)
     model, tokenizer, meta = load_model(cfg.source, device, phase='eval', model_tag=cfg.model_tag, step=cfg.step)
-    engine = Engine(model, tokenizer)
+    engine = Engine(model, tokenizer, compile=cfg.compile)
     results = {}
     for task_name in task_names:
         print0(f"\n=== {task_name} ===")

@@ -105,6 +105,7 @@ class RLConfig:
     max_new_tokens: int = 256  # max tokens per sample
     temperature: float = 1.0  # sampling temperature
     top_k: int = 50  # top-k sampling (0 = no limit)
+    compile: bool = False  # sample through the engine's compiled decode step (12_engine; CPU: a one-off compile)
     train_stop_token: bool = False  # also train on the <|assistant_end|> that ends a sample (nanochat never does)
     # Optimization
     embedding_lr: float = 0.2  # learning rate for the embedding parameters (AdamW)
@@ -170,7 +171,7 @@ class RLRun(StageRun):
     model_tag: str = None  # the source model's tag, also the output's
     checkpoint_dir: str = None  # <base_dir>/chatrl_checkpoints/<model_tag>
     model: torch.nn.Module = None  # the policy: it samples, learns and is saved (not compiled)
-    engine: Any = None  # Engine(model, tokenizer): KV-cache sampling for the rollouts and the evaluation
+    engine: Any = None  # Engine(model, tokenizer, --compile): KV-cache sampling for the rollouts and the evaluation
     optimizers: list = None  # [AdamW, Muon] at --init-lr-frac of the flags' rates
     optimizer_states: list = None  # a resumed checkpoint's optimizer states, until they are loaded
     # Data
@@ -223,7 +224,7 @@ def setup(cfg, train_task=None, val_task=None):
     run.num_steps = get_num_steps(cfg, len(train_task))
     run.examples_per_rank = cfg.examples_per_step // run.world_size
     run.model, run.tokenizer, meta = _load_start(run, cfg)
-    run.engine = Engine(run.model, run.tokenizer)
+    run.engine = Engine(run.model, run.tokenizer, compile=cfg.compile)
     run.num_flops_per_token = run.model.estimate_flops()
     run.peak_flops = get_peak_flops(run.device_type) * run.world_size
     run.assistant_end = run.tokenizer.encode_special("<|assistant_end|>")
