@@ -159,7 +159,8 @@ def main():
     p.add_argument('--temperature', type=float, default=1.0)
     p.add_argument('--top-k', type=int, default=50)
     p.add_argument('--repeats', type=int, default=5)
-    p.add_argument('--threads', default='auto', help="'auto' (batch 1 on 1 thread and on all cores, larger batches on all cores) or a number")
+    p.add_argument('--threads', default='auto',
+                   help="'auto' (batch 1 on 1 thread and on all cores, larger batches on all cores) or a number")
     p.add_argument('--no-naive', action='store_true', help='skip the (slow) no-cache baselines')
     args = p.parse_args()
     def threads_for(batch): return (1 if batch == 1 else os.cpu_count()) if args.threads == 'auto' else int(args.threads)
