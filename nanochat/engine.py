@@ -446,7 +446,7 @@ def cache_capacity(positions, smallest=64):
 
 def mark_symbols(ids, views):
     "Mark the sizes the compiled lean step leaves as symbols: the position (the views' P) and a batch above 1"
-    batch = [0] if ids.size(0) > 1 else [] # batch 1 stays a constant: its own graph, with its own product layout
+    batch = [0] if ids.size(0) > 1 else [] # batch 1 stays a constant: its own graph, with its own products
     torch._dynamo.maybe_mark_dynamic(ids, batch)
     for view in views: # (B, P, H_kv, D)
         torch._dynamo.maybe_mark_dynamic(view, batch + [1])
