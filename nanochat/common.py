@@ -10,7 +10,7 @@ __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info
            'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
-import os, re, sys, time, logging, argparse, tempfile, functools, contextlib
+import os, re, sys, time, logging, argparse, tempfile, functools, importlib, contextlib
 import dataclasses
 from dataclasses import fields, MISSING
 from typing import Any, get_type_hints
@@ -165,6 +165,12 @@ def compute_init(device_type=''):
         torch.cuda.manual_seed(42)
         torch.backends.cuda.matmul.fp32_precision = 'tf32'  # tf32 for the fp32 matmuls that remain
     ddp, rank, local_rank, world_size = get_dist_info()
+    if ddp:
+        # torch.distributed.nn.functional's collectives take `group=group.WORLD` as default arguments, evaluated on
+        # import (torch._dynamo imports it, and every script ends up importing torch._dynamo). Imported after the
+        # group exists, it would hold the group for good: destroy_process_group could not free it, and its worker
+        # threads would outlive the script, to abort the interpreter at exit. Imported first, the defaults are None.
+        importlib.import_module('torch.distributed.nn.functional')
     if ddp and device_type == 'cuda':
         device = torch.device('cuda', local_rank)
         torch.cuda.set_device(device)
