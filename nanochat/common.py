@@ -168,8 +168,8 @@ def compute_init(device_type=''):
     if ddp:
         # torch.distributed.nn.functional's collectives take `group=group.WORLD` as default arguments, evaluated on
         # import (torch._dynamo imports it, and every script ends up importing torch._dynamo). Imported after the
-        # group exists, it would hold the group for good: destroy_process_group could not free it, and its worker
-        # threads would outlive the script, to abort the interpreter at exit. Imported first, the defaults are None.
+        # group exists, it would hold the group for good: destroy_process_group could not free it, and gloo's worker
+        # threads would outlive the script, where they can abort the process at exit. Imported first: defaults of None.
         importlib.import_module('torch.distributed.nn.functional')
     if ddp and device_type == 'cuda':
         device = torch.device('cuda', local_rank)
