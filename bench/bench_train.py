@@ -3,6 +3,7 @@
     python bench/bench_train.py                  # d4/d6 x seq 256/512, eager, d4/d6 seq 256 compiled, + val bpb
     python bench/bench_train.py --quick          # d4 seq 256 eager only
     python bench/bench_train.py --bpb-steps 0    # throughput only
+    python bench/bench_train.py --bpb-only       # the val-bpb comparison only
     python bench/bench_train.py --corpus DIR     # any directory of FineWeb-format shards
 
 Both sides run the same loop (`nanochat.scripts.base_train.train`: same data, tokenizer, model, init, schedules and
@@ -15,7 +16,10 @@ optimizers), once as this project ships it and once with nanochat's step structu
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
-  the project compiles it when `--compile=1`); eager mode compiles nothing on either side.
+  the project compiles it when `--compile=1`); eager mode compiles nothing on either side;
+- precision: nanochat trains in fp32 on every CPU (autocast only on CUDA); the project trains under bf16 autocast
+  where `cpu_bf16_matmul_is_fast()` finds bf16 units (AVX512-BF16, AMX), else in fp32 too. Muon's orthogonalization
+  is bf16 on both sides on such a CPU (nanochat casts it to bf16 everywhere) and fp32 on both sides otherwise.
 AdamW is torch's fused kernel on both sides (nanochat's own compiled AdamW step is not rebuilt here).
 
 Eager rows interleave the two sides step by step in one process (the machine's speed drifts over minutes; taking
@@ -23,11 +27,11 @@ turns cancels that); compiled rows run whole runs in the order nanochat, project
 side's faster run (a compiled graph belongs to one side's code, and one run alone swings 20-30% on a busy machine).
 Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
-defaults otherwise. Speed is the median step after warm-up; MFU
-is model FLOPs per token (6N + attention) x tokens/s over the fp32 matmul peak: in the final table, the highest of
-the peaks measured at start and after every row (a peak measured while the machine is busy comes out low). The val-bpb
-rows train 200 steps (d4, seq 256, eager) on each side from the same seed and compare them. Not a test: it prints
-tables. Read ratios from one run, on a quiet machine.
+defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
+over the matmul peak of the dtype the side trains in: in the final table, the highest of the peaks measured at start
+and after every row (a peak measured while the machine is busy comes out low). The val-bpb rows train 200 steps (d4,
+seq 256, eager) from the same seed on each side, and on the project in fp32 too where it trains in bf16, and compare
+them. Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """
 import argparse, os, re, statistics, tempfile, time
 import torch
@@ -54,15 +58,23 @@ def cpu_report():
             f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'}")
 
 
+def measure_peaks():
+    "The matmul peak (FLOP/s) of each dtype a run here can train in: fp32, and bf16 where the probe finds it fast"
+    from nanochat.common import get_peak_flops, cpu_bf16_matmul_is_fast
+    dtypes = [torch.float32] + ([torch.bfloat16] if cpu_bf16_matmul_is_fast() else [])
+    return {dtype: get_peak_flops('cpu', dtype) for dtype in dtypes}
+
+
 def machine_report():
-    "Print the CPU's features, torch, the fp32 matmul peak measured now and the load; returns the peak (FLOP/s)"
-    from nanochat.common import get_peak_flops
+    "Print the CPU's features, torch, the matmul peaks measured now and the load; returns the fp32 peak (FLOP/s)"
     print(cpu_report())
     load = os.getloadavg()[0]
-    peak = get_peak_flops('cpu')
-    print(f"torch {torch.__version__}, fp32 matmul peak measured now: {peak / 1e9:.0f} GFLOP/s, "
+    peaks = measure_peaks()
+    PEAKS.update(peaks)
+    bf16 = f", bf16 {peaks[torch.bfloat16] / 1e9:.0f} GFLOP/s" if torch.bfloat16 in peaks else ""
+    print(f"torch {torch.__version__}, matmul peak measured now: fp32 {peaks[torch.float32] / 1e9:.0f} GFLOP/s{bf16}, "
           f"load average {load:.2f}" + ("  (busy machine: numbers are low and noisy)" if load > 1.5 else ""))
-    return peak
+    return peaks[torch.float32]
 
 
 def ensure_corpus(corpus=None):
@@ -150,9 +162,15 @@ class Side:
         self.gpt, self.optim = gpt, optim
         self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, optim._quintic_iteration)
 
-    def use(self, side, reset=True):
+    def use(self, side, reset=True, dtype=None):
         forward, mlp_forward, norm, quintic = self.project if side == "project" else \
             (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic)
+        # nanochat trains in fp32 on every CPU; the project in bf16 where the probe finds bf16 units, or in `dtype`.
+        # Read when a run is set up (StageRun.init_compute): it only matters for runs set up after this call.
+        if side == "nanochat" or dtype is not None:
+            os.environ["NANOCHAT_DTYPE"] = "float32" if side == "nanochat" else dtype
+        else:
+            os.environ.pop("NANOCHAT_DTYPE", None)
         self.gpt.GPT.forward = forward
         self.gpt.MLP.forward = mlp_forward
         self.gpt.norm = norm  # a module global: the blocks and attention look it up at each call
@@ -162,9 +180,14 @@ class Side:
             torch._dynamo.reset()
 
 
-PEAK = None  # the fp32 matmul peak: the highest of the measurements taken at start and after every row, so that
+PEAKS = {}  # dtype -> matmul peak: the highest of the measurements taken at start and after every row, so that
 # every row of the final table divides by the same number and a measurement taken while the machine was busy
-# (which comes out low and makes MFU look high) does not set it
+# (which comes out low and makes MFU look high) does not set it. A run's MFU divides by its train_dtype's peak.
+
+
+def mfu(run, tok_s):
+    "A run's MFU: model FLOPs per token x tokens/s over the peak of the dtype it trains in"
+    return run.num_flops_per_token * tok_s / PEAKS[run.train_dtype]
 WARMUP = 10  # steps left out of the timing: compiling, and the allocator and page faults of a fresh run
 
 
@@ -198,12 +221,12 @@ def measure_interleaved(side, depth, seq, steps):
     out = {}
     for name, run in runs.items():
         tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
-        out[name] = dict(tok_s=tok_s, mfu=run.num_flops_per_token * tok_s / PEAK, run=run)
+        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run)
     return out
 
 
 def measure(depth, seq, compile_, steps, extra=()):
-    "Median step time after warm-up of the real training loop: tokens/s, MFU (against PEAK), the run"
+    "Median step time after warm-up of the real training loop: tokens/s, MFU (against PEAKS), the run"
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, train
     stamps = []
@@ -215,8 +238,7 @@ def measure(depth, seq, compile_, steps, extra=()):
     run = train(parse_config(TrainConfig, flags), on_step=lambda r: stamps.append(time.time()))
     dts = [b - a for a, b in zip(stamps[WARMUP:], stamps[WARMUP + 1:])]  # steady state: after the warm-up steps
     tok_s = 8 * seq / statistics.median(dts)
-    peak = PEAK or run.peak_flops
-    return dict(tok_s=tok_s, mfu=run.num_flops_per_token * tok_s / peak, wall=time.time() - t0, run=run)
+    return dict(tok_s=tok_s, mfu=mfu(run, tok_s), wall=time.time() - t0, run=run)
 
 
 def profile_table(depth=4, seq=256, steps=3):
@@ -243,12 +265,13 @@ def profile_table(depth=4, seq=256, steps=3):
     matmul_s = sum(row["matmul"] for row in prof.values()) / 1000
     speed = (flops["model"] + flops["optimizer"]) / matmul_s
     ceiling = mfu_flops / (mfu_flops + flops["optimizer"])
+    peak, name = PEAKS[run.train_dtype], str(run.train_dtype).removeprefix("torch.")
     lines.append(f"\nmatmul FLOPs per step: model {flops['model'] / 1e9:.2f} G "
                  f"(+ {(mfu_flops - flops['model']) / 1e9:.2f} G attention), "
                  f"optimizer {flops['optimizer'] / 1e9:.2f} G | MFU ceiling (every FLOP at the peak): "
                  f"{100 * ceiling:.0f}% | the profiled matmuls ran at {speed / 1e9:.0f} GFLOP/s "
-                 f"({100 * speed / PEAK:.0f}% of the {PEAK / 1e9:.0f} measured at start) "
-                 f"| MFU of the profiled step: {100 * mfu_flops / (total / 1000) / PEAK:.0f}%")
+                 f"({100 * speed / peak:.0f}% of the {name} peak, {peak / 1e9:.0f} measured at start) "
+                 f"| MFU of the profiled step: {100 * mfu_flops / (total / 1000) / peak:.0f}%")
     return "\n".join(lines)
 
 
@@ -259,15 +282,14 @@ def main():
     p.add_argument("--bpb-steps", type=int, default=200, help="steps of the val-bpb comparison (0: skip)")
     p.add_argument("--eval-tokens", type=int, default=262144)
     p.add_argument("--profile", action="store_true", help="only the per-phase profile of a d4 step, both sides")
+    p.add_argument("--bpb-only", action="store_true", help="only the val-bpb comparison")
     p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     args = p.parse_args()
     corpus = ensure_corpus(args.corpus)
     base = tempfile.mkdtemp(prefix="bench_train_")
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     ensure_tokenizer(base, corpus)
-    global PEAK
-    from nanochat.common import get_peak_flops
-    PEAK = machine_report()
+    machine_report()
     side = Side()
     if args.profile:
         for name in ("nanochat", "project"):
@@ -276,6 +298,8 @@ def main():
             print(profile_table())
         side.use("project")
         return
+    if args.bpb_only:
+        return compare_bpb(side, args.bpb_steps, args.eval_tokens)
     configs = [(4, 256, False)]
     if not args.quick:
         configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
@@ -297,29 +321,45 @@ def main():
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
               f"| {q['tok_s'] / n['tok_s']:.2f}x", flush=True)
-        PEAK = max(PEAK, get_peak_flops('cpu'))  # re-measured after every row (see PEAK)
-    print(f"\nMFU against the highest fp32 matmul peak measured in this run: {PEAK / 1e9:.0f} GFLOP/s")
+        for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
+            PEAKS[dtype] = max(PEAKS[dtype], peak)
+    print("\nMFU against the highest matmul peak measured in this run in the dtype each side trains in: "
+          + ", ".join(f"{str(d).removeprefix('torch.')} {p / 1e9:.0f} GFLOP/s" for d, p in PEAKS.items()))
+    dtypes = {name: str(r["run"].train_dtype).removeprefix("torch.") for name, r in rows[0][3].items()}
+    print(f"(nanochat trains in {dtypes['nanochat']} on a CPU; the project here in {dtypes['project']})")
     print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project |")
     print("|---|---|---|---|---|---|---|---|")
     for depth, seq, comp, r in rows:
         n, q = r["nanochat"], r["project"]
-        mfu = {name: r[name]["run"].num_flops_per_token * r[name]["tok_s"] / PEAK for name in r}
+        m = {name: mfu(r[name]["run"], r[name]["tok_s"]) for name in r}
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * mfu['nanochat']:.1f}% | {100 * mfu['project']:.1f}% |")
+              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% |")
     if args.quick or args.bpb_steps <= 0:
         return
+    compare_bpb(side, args.bpb_steps, args.eval_tokens)
+
+
+def compare_bpb(side, steps, eval_tokens):
+    "Val bpb after `steps` steps of d4 (seq 256, eager) from the same seed: nanochat's structure, then the project"
+    # the project in the dtype it trains in here and, where that is bf16, in fp32 too: the fp32 baseline of the goal
+    variants = [("nanochat", None), ("project", None)]
+    if PEAKS.keys() != {torch.float32}:
+        variants.append(("project", "float32"))
     bpbs = {}
-    for name in ("nanochat", "project"):
-        side.use(name)
+    for name, dtype in variants:
+        side.use(name, dtype=dtype)
         t0 = time.time()
-        extra = [f"--eval-every={args.bpb_steps}", f"--eval-tokens={args.eval_tokens}", f"--model-tag=bpb_{name}"]
-        r = measure(4, 256, False, args.bpb_steps, extra=extra)
-        bpbs[name] = (r["run"].state.val_bpb, r["tok_s"], time.time() - t0)
+        extra = [f"--eval-every={steps}", f"--eval-tokens={eval_tokens}", f"--model-tag=bpb_{name}"]
+        r = measure(4, 256, False, steps, extra=extra)
+        label = f"{name} ({str(r['run'].train_dtype).removeprefix('torch.')})"
+        bpbs[label] = (r["run"].state.val_bpb, r["tok_s"], time.time() - t0)
     side.use("project")
-    (nb, nt, nw), (pb, pt, pw) = bpbs["nanochat"], bpbs["project"]
-    print(f"\nval bpb after {args.bpb_steps} steps (d4, seq 256, eager, same seed and data): nanochat structure "
-          f"{nb:.4f} ({nw:.0f}s), project {pb:.4f} ({pw:.0f}s): {100 * (pb / nb - 1):+.3f}% "
-          f"(goal: within 0.5%); {pt / nt:.2f}x the tokens/s")
+    print(f"\nval bpb after {steps} steps (d4, seq 256, eager, same seed and data; goal: within 0.5% of "
+          f"the fp32 runs):")
+    base_bpb, base_tok_s, _ = next(iter(bpbs.values()))
+    for label, (bpb, tok_s, wall) in bpbs.items():
+        print(f"  {label:20s} {bpb:.4f} ({wall:.0f}s): {100 * (bpb / base_bpb - 1):+.3f}% vs nanochat, "
+              f"{tok_s / base_tok_s:.2f}x its tokens/s")
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ def setup(cfg):
         run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else meta["dataloader_state_dict"]
     run.train_loader = _train_loader(run, cfg)
     run.x, run.y, run.loader_state = next(run.train_loader)  # fails fast when there is no data
-    run.peak_flops = get_peak_flops(run.device_type) * run.world_size
+    run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat", config=asdict_config(cfg))
     return run
 
@@ -278,7 +278,7 @@ def train_step(run):
     t0 = time.time()
     # record_function labels the phases for `profile_steps` (free when no profiler is running)
     for micro_step in range(run.grad_accum_steps):
-        with record_function("forward"), autocast_ctx(run.device_type):  # the precision policy (common)
+        with record_function("forward"), autocast_ctx(run.device_type, run.train_dtype):  # the precision policy
             loss = run.model(run.x, run.y) if run.prefix_loss is None else run.prefix_loss(run.model(run.x), run.y)
         train_loss = loss.detach()
         with record_function("backward"):

@@ -226,7 +226,7 @@ def setup(cfg, train_task=None, val_task=None):
     run.model, run.tokenizer, meta = _load_start(run, cfg)
     run.engine = Engine(run.model, run.tokenizer, compile=cfg.compile)
     run.num_flops_per_token = run.model.estimate_flops()
-    run.peak_flops = get_peak_flops(run.device_type) * run.world_size
+    run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
     run.assistant_end = run.tokenizer.encode_special("<|assistant_end|>")
     run.optimizers = run.model.setup_optimizers(unembedding_lr=cfg.unembedding_lr, embedding_lr=cfg.embedding_lr,
                                                 matrix_lr=cfg.matrix_lr, weight_decay=cfg.weight_decay)
@@ -297,7 +297,7 @@ def rl_step(run):
             b0, b1 = pass_idx * cfg.device_batch_size, (pass_idx + 1) * cfg.device_batch_size
             inputs, targets = batch["inputs"][b0:b1], batch["targets"][b0:b1]
             num_forwarded += inputs.numel()  # prompt and padding included: every position goes through the model
-            with autocast_ctx(run.device.type):
+            with autocast_ctx(run.device.type, run.train_dtype):
                 nll = run.model(inputs, targets, loss_reduction='none').view_as(inputs)  # (B, T), 0 where targets == -1
             loss = policy_gradient_loss(-nll, targets, batch["advantages"][b0:b1], num_passes * run.examples_per_rank)
             loss.backward()

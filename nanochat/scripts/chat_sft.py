@@ -176,7 +176,7 @@ def setup(cfg, datasets=None):
     run.train_loader = run.batches(run.train_ds)
     run.state = SFTState()
     run.num_flops_per_token = model.estimate_flops()
-    run.peak_flops = get_peak_flops(run.device_type) * run.world_size
+    run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat-sft", config=asdict_config(cfg))
     return run
 
@@ -190,7 +190,7 @@ def train_step(run):
     counts = torch.zeros(2, dtype=torch.long, device=run.device)  # supervised targets, positions forwarded
     for micro_step in range(run.grad_accum_steps):
         x, y = next(run.train_loader)
-        with autocast_ctx(run.device_type):
+        with autocast_ctx(run.device_type, run.train_dtype):
             loss = mean_target_loss(run.model, x, y)
         train_loss = loss.detach()
         (loss / run.grad_accum_steps).backward()  # every micro-batch counts the same, whatever its token count

@@ -236,7 +236,7 @@ def setup(cfg, datasets=None):
     run.epoch_done = bool(run.consumed_state and run.consumed_state["last_step"])
     if run.num_iterations <= 0:
         run.epoch_done = bool(_max_over_ranks(run, float(run.epoch_done))[0])
-    run.peak_flops = get_peak_flops(run.device_type) * run.world_size
+    run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat-mid", config=asdict_config(cfg))
     return run
 
@@ -257,7 +257,7 @@ def train_step(run):
     sync()
     t0 = time.time()
     for micro_step in range(run.grad_accum_steps):
-        with autocast_ctx(run.device_type):
+        with autocast_ctx(run.device_type, run.train_dtype):
             loss = mean_target_loss(run.model, run.x, run.y)
         train_loss = loss.detach()
         (loss / run.grad_accum_steps).backward()
