@@ -23,7 +23,8 @@ optimizers), once as this project ships it and once with nanochat's step structu
 AdamW is torch's fused kernel on both sides (nanochat's own compiled AdamW step is not rebuilt here).
 
 Eager rows interleave the two sides step by step in one process (the machine's speed drifts over minutes; taking
-turns cancels that); compiled rows run whole runs in the order nanochat, project, project, nanochat and keep each
+turns cancels that), and where the project trains in bf16 they add a third run, the project in fp32, so the table
+shows what the code gains and what the precision gains; compiled rows run whole runs in the order nanochat, project, project, nanochat and keep each
 side's faster run (a compiled graph belongs to one side's code, and one run alone swings 20-30% on a busy machine).
 Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
@@ -199,24 +200,33 @@ def train_flags(depth, seq, compile_, steps, tag):
             f"--model-tag={tag}"]
 
 
+def variants():
+    "label -> (side, dtype): both sides, and the project in fp32 too where it trains in bf16 (what precision buys)"
+    out = {"nanochat": ("nanochat", None), "project": ("project", None)}
+    if torch.bfloat16 in PEAKS:
+        out["project fp32"] = ("project", "float32")
+    return out
+
+
 def measure_interleaved(side, depth, seq, steps):
-    """Eager rows: both sides' runs live in one process and take turns step by step (who goes first alternates), so
-    a machine that speeds up or slows down over time hits both alike. Median step time after WARMUP steps."""
+    """Eager rows: the runs live in one process and take turns step by step (who goes first rotates), so a machine
+    that speeds up or slows down over time hits them alike. Median step time after WARMUP steps."""
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, setup, train_step
-    runs, times = {}, {}
-    for name in ("nanochat", "project"):
-        side.use(name)
-        runs[name] = setup(parse_config(TrainConfig, train_flags(depth, seq, False, steps, f"il_{name}_{depth}_{seq}")))
-        times[name] = []
+    runs, times, labels = {}, {}, variants()
+    for label, (name, dtype) in labels.items():
+        side.use(name, dtype=dtype)
+        tag = f"il_{label.replace(' ', '_')}_{depth}_{seq}"
+        runs[label] = setup(parse_config(TrainConfig, train_flags(depth, seq, False, steps, tag)))
+        times[label] = []
+    order = list(labels)
     for step in range(steps):
-        order = ("nanochat", "project") if step % 2 == 0 else ("project", "nanochat")
-        for name in order:
-            side.use(name, reset=False)
+        for label in order[step % len(order):] + order[:step % len(order)]:
+            side.use(labels[label][0], reset=False, dtype=labels[label][1])
             t0 = time.perf_counter()
-            train_step(runs[name])
-            times[name].append(time.perf_counter() - t0)
-            runs[name].state.step += 1
+            train_step(runs[label])
+            times[label].append(time.perf_counter() - t0)
+            runs[label].state.step += 1
     side.use("project")
     out = {}
     for name, run in runs.items():
@@ -318,22 +328,26 @@ def main():
             side.use("project")
         rows.append((depth, seq, comp, r))
         n, q = r["nanochat"], r["project"]
+        f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x", flush=True)
+              f"| {q['tok_s'] / n['tok_s']:.2f}x{f32}", flush=True)
         for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
             PEAKS[dtype] = max(PEAKS[dtype], peak)
     print("\nMFU against the highest matmul peak measured in this run in the dtype each side trains in: "
           + ", ".join(f"{str(d).removeprefix('torch.')} {p / 1e9:.0f} GFLOP/s" for d, p in PEAKS.items()))
     dtypes = {name: str(r["run"].train_dtype).removeprefix("torch.") for name, r in rows[0][3].items()}
     print(f"(nanochat trains in {dtypes['nanochat']} on a CPU; the project here in {dtypes['project']})")
-    print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project "
+          "| project in fp32: tok/s, speed-up |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for depth, seq, comp, r in rows:
         n, q = r["nanochat"], r["project"]
         m = {name: mfu(r[name]["run"], r[name]["tok_s"]) for name in r}
+        f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x"
+               if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% |")
+              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |")
     if args.quick or args.bpb_steps <= 0:
         return
     compare_bpb(side, args.bpb_steps, args.eval_tokens)
@@ -342,11 +356,8 @@ def main():
 def compare_bpb(side, steps, eval_tokens):
     "Val bpb after `steps` steps of d4 (seq 256, eager) from the same seed: nanochat's structure, then the project"
     # the project in the dtype it trains in here and, where that is bf16, in fp32 too: the fp32 baseline of the goal
-    variants = [("nanochat", None), ("project", None)]
-    if PEAKS.keys() != {torch.float32}:
-        variants.append(("project", "float32"))
     bpbs = {}
-    for name, dtype in variants:
+    for name, dtype in variants().values():
         side.use(name, dtype=dtype)
         t0 = time.time()
         extra = [f"--eval-every={steps}", f"--eval-tokens={eval_tokens}", f"--model-tag=bpb_{name}"]

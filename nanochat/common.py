@@ -14,7 +14,7 @@ __all__ = ['logger', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info
 import os, re, sys, time, logging, argparse, tempfile, functools, importlib, contextlib
 import dataclasses
 from dataclasses import fields, MISSING
-from typing import Any, get_type_hints
+from typing import Any, ClassVar, get_type_hints
 import torch
 import torch.distributed as dist
 
@@ -135,16 +135,18 @@ def parse_dtype(name, what='dtype'):
         raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
     return _DTYPES[key]
 
-def get_compute_dtype(device_type=None, training=False):
-    "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for `training` on a fast-bf16 CPU, else fp32"
+def get_compute_dtype(device_type=None, training=False, shapes_vary=False):
+    "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for fixed-shape `training` on a fast-bf16 CPU"
     env = os.environ.get('NANOCHAT_DTYPE', '').strip()
     if env:
         return parse_dtype(env, 'NANOCHAT_DTYPE')
     device_type = device_type or autodetect_device_type()
     if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
         return torch.bfloat16
-    if device_type == 'cpu' and training and cpu_bf16_matmul_is_fast():
-        return torch.bfloat16  # bf16 units (AVX512-BF16, AMX): training's matmuls run 2x+ faster in bf16
+    # bf16 units (AVX512-BF16, AMX): training's matmuls run 2x+ faster in bf16, once oneDNN has built a kernel for
+    # each matmul shape; batches whose shape changes every step (SFT, RL) pay that build at every step instead
+    if device_type == 'cpu' and training and not shapes_vary and cpu_bf16_matmul_is_fast():
+        return torch.bfloat16
     return torch.float32
 
 # %% ../nbs/00_common.ipynb #4be018df
@@ -208,13 +210,14 @@ class StageRun:
     device: torch.device = None  # where the model and the batches live
     master: bool = True  # rank 0: it prints and writes the report
     train_dtype: torch.dtype = torch.float32  # what training forwards compute in (evaluation: get_compute_dtype)
+    shapes_vary: ClassVar[bool] = False  # True in a stage whose batches change shape every step (SFT, RL)
 
     def init_compute(self):
         "Pick the device (`cfg.device_type`, else the best available), join the process group if under torchrun"
         self.device_type = self.cfg.device_type or autodetect_device_type()
         self.ddp, self.rank, self.local_rank, self.world_size, self.device = compute_init(self.device_type)
         self.master = self.rank == 0
-        self.train_dtype = get_compute_dtype(self.device_type, training=True)
+        self.train_dtype = get_compute_dtype(self.device_type, training=True, shapes_vary=self.shapes_vary)
         name = lambda dtype: str(dtype).removeprefix('torch.')
         print0(f"precision: training computes in {name(self.train_dtype)}, "
                f"evaluation and sampling in {name(get_compute_dtype(self.device_type))}")

@@ -10,7 +10,7 @@ __all__ = ['group_advantages', 'policy_gradient_loss', 'collate_rollouts', 'gene
 # %% ../../nbs/29_chat_rl.ipynb #ff42b6dc
 import os, time
 from dataclasses import dataclass, asdict
-from typing import Any
+from typing import Any, ClassVar
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
@@ -164,6 +164,7 @@ class RLRun(StageRun):
     "What one RL run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
     # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: RLConfig = None  # the flags
+    shapes_vary: ClassVar[bool] = True  # rollouts are padded to the longest one: fp32 training on a CPU (common)
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
     assistant_end: int = None  # id of <|assistant_end|>: where a sample stops, and the rollouts' padding

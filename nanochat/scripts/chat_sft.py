@@ -10,7 +10,7 @@ __all__ = ['SFT_MIXTURE', 'SFT_STAND_INS', 'METRIC_TASKS', 'METRIC_STAND_INS', '
 # %% ../../nbs/28_chat_sft.ipynb #5bb9c1af
 import os, sys, time
 from dataclasses import dataclass, asdict, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
@@ -125,6 +125,7 @@ class SFTRun(StageRun):
     "What one SFT run holds; `setup` fills it in"
     # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: SFTConfig = None  # the flags
+    shapes_vary: ClassVar[bool] = True  # each batch is padded to its longest conversation: fp32 on a CPU (common)
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
     # Model and optimizers
