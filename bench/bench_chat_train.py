@@ -6,7 +6,10 @@ Setup as bench_train.py: the project's offline corpus and a vocab-4096 BPE token
 window L, seq 256, 8 rows per micro-batch, 2048 tokens per step (base and mid), eager. base_train runs first (its
 checkpoint is the one midtrained), then mid_train on the default mixture (offline: the synthetic stand-ins, since the
 temporary base dir has no task data), then chat_sft with nanochat's batch (4 conversations per micro-batch, 32 per
-step). Throughput is the median step after warm-up. Not a test: it prints a table.
+step). Throughput is the median step after warm-up. Where the CPU has bf16 units, SFT trains in bf16 with batch
+widths rounded up to a multiple of 64 (`StageRun.pad_multiple`), and the bench runs it a second time the way nanochat
+does on a CPU (fp32, each batch padded to its longest row, `NANOCHAT_DTYPE=float32`); compare supervised tokens/s,
+since the rounded-up widths forward more padding. Not a test: it prints a table.
 
     python bench/bench_chat_train.py            # ~3-5 min on 2 cores (the tokenizer is trained once, ~1 min)
     python bench/bench_chat_train.py --steps 10 --threads 1   # on a shared machine one thread is steadier
@@ -40,11 +43,13 @@ def bench_mid(steps):
                 on_step=lambda r: stamps.append(time.time()))
     return ROWS * SEQ / median_dt(stamps), run
 
-def bench_sft(steps):
-    "chat_sft's positions/s (padding included) and supervised tokens/s"
+def bench_sft(steps, dtype=None):
+    "chat_sft's positions/s (padding included) and supervised tokens/s; `dtype` overrides the precision policy"
     import nanochat.scripts.chat_sft as sft
     from nanochat.common import parse_config
     counts, stamps = [], []
+    if dtype is not None:
+        os.environ["NANOCHAT_DTYPE"] = dtype  # read when the run is set up
     original = sft.sft_data_generator
     def counting(*args, **kwargs):  # count the positions and supervised targets of every training micro-batch
         for x, y in original(*args, **kwargs):
@@ -57,6 +62,7 @@ def bench_sft(steps):
         run = sft.train(parse_config(sft.SFTConfig, flags), on_step=lambda r: stamps.append((time.time(), len(counts))))
     finally:
         sft.sft_data_generator = original
+        os.environ.pop("NANOCHAT_DTYPE", None)
     per_step = [(t1 - t0, sum(p for p, _ in counts[a:b]), sum(s for _, s in counts[a:b]))
                 for (t0, a), (t1, b) in zip(stamps[2:], stamps[3:])]
     dt = sum(d for d, _, _ in per_step)
@@ -95,6 +101,7 @@ def main():
     base_tok_s = bench_base(args.steps)
     mid_tok_s, mid = bench_mid(args.steps)
     sft_pos_s, sft_sup_s, sft = bench_sft(args.steps)
+    sft_fp32 = bench_sft(args.steps, "float32") if sft.train_dtype != torch.float32 else None
 
     from nanochat.dataloader import conversation_bestfit_loader
     from nanochat.scripts.chat_sft import sft_data_generator
@@ -119,6 +126,14 @@ def main():
     print(f"| chat_sft (positions, padding included) | {sft_pos_s:,.0f} | {sft_pos_s / base_tok_s:.2f}x "
           f"| {sft_loader_s:,.0f} | {sft_loader_s / sft_pos_s:,.0f}x |")
     print(f"| chat_sft (supervised tokens only) | {sft_sup_s:,.0f} | {sft_sup_s / base_tok_s:.2f}x | - | - |")
+    if sft_fp32 is not None:
+        print(f"| chat_sft as nanochat on a CPU (fp32, padded to the longest): positions | {sft_fp32[0]:,.0f} "
+              f"| {sft_fp32[0] / base_tok_s:.2f}x | - | - |")
+        print(f"| chat_sft as nanochat on a CPU: supervised tokens | {sft_fp32[1]:,.0f} | {sft_fp32[1] / base_tok_s:.2f}x "
+              f"| - | - |")
+    dtype = str(sft.train_dtype).removeprefix("torch.")
+    print(f"\nchat_sft trains in {dtype} here, batch widths rounded up to a multiple of {sft.pad_multiple}"
+          + (f"; supervised tokens/s {sft_sup_s / sft_fp32[1]:.2f}x the fp32 run's" if sft_fp32 is not None else ""))
     print("\n| batches | supervised share of positions |")
     print("|---|---|")
     for name, s in share.items(): print(f"| {name} | {100 * s:.1f}% |")

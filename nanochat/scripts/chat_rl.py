@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
-                             asdict_config, get_wandb, in_notebook)
+                             asdict_config, get_wandb, in_notebook, round_up)
 from .base_train import due
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
@@ -31,9 +31,10 @@ def policy_gradient_loss(logp, targets, advantages, normalizer=1):
     return -pg_obj / (num_valid * normalizer)
 
 # %% ../../nbs/29_chat_rl.ipynb #3bc242ff
-def collate_rollouts(sequences, masks, pad_id, device="cpu"):
-    "Right-pad to the longest (pad mask 0): inputs = ids[:, :-1], targets = ids[:, 1:] with -1 wherever the mask is 0"
-    max_length = max(len(seq) for seq in sequences)
+def collate_rollouts(sequences, masks, pad_id, device="cpu", pad_multiple=1):
+    """Right-pad to the longest (pad mask 0), the input width rounded up to a multiple of `pad_multiple`:
+    inputs = ids[:, :-1], targets = ids[:, 1:] with -1 wherever the mask is 0"""
+    max_length = round_up(max(len(seq) for seq in sequences) - 1, pad_multiple) + 1  # n tokens: n-1 inputs
     ids = torch.tensor([seq + [pad_id] * (max_length - len(seq)) for seq in sequences], dtype=torch.long, device=device)
     mask = torch.tensor([m + [0] * (max_length - len(m)) for m in masks], dtype=torch.long, device=device)
     inputs, targets = ids[:, :-1], ids[:, 1:].clone()
@@ -164,7 +165,7 @@ class RLRun(StageRun):
     "What one RL run holds; `setup` fills it in, and `state` is the part a checkpoint restores"
     # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: RLConfig = None  # the flags
-    shapes_vary: ClassVar[bool] = True  # rollouts are padded to the longest one: fp32 training on a CPU (common)
+    shapes_vary: ClassVar[bool] = True  # rollouts are padded to the longest one (pad_multiple: common)
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
     assistant_end: int = None  # id of <|assistant_end|>: where a sample stops, and the rollouts' padding
@@ -272,7 +273,7 @@ def get_rollouts(run, example_idx):
                 seq, mask = seq + [stop], mask + [1]
             sequences.append(seq)
             masks.append(mask)
-    inputs, targets = collate_rollouts(sequences, masks, run.assistant_end, run.device)
+    inputs, targets = collate_rollouts(sequences, masks, run.assistant_end, run.device, run.pad_multiple)
     rewards = torch.tensor(rewards, dtype=torch.float, device=run.device)
     return dict(sequences=sequences, inputs=inputs, targets=targets, rewards=rewards,
                 advantages=group_advantages(rewards), num_generated=num_generated)

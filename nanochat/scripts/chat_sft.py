@@ -14,7 +14,7 @@ from typing import Any, Callable, ClassVar, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
-                             parse_config, asdict_config, get_wandb, in_notebook)
+                             parse_config, asdict_config, get_wandb, in_notebook, round_up)
 from .base_train import peak_memory_mb, due
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
                                         mean_target_loss)
@@ -53,9 +53,10 @@ class SFTConfig:
     eval_metrics_max_problems: int = 1024  # at most this many problems per task
 
 # %% ../../nbs/28_chat_sft.ipynb #5c0aacf0
-def sft_collate(batch, pad_token_id):
-    "`(inputs, targets)` of rendered `(ids, mask)` pairs, right-padded; targets -1 where the mask is 0 and on padding"
-    nrows, ncols = len(batch), max(len(ids) for ids, _ in batch) - 1  # n tokens make n-1 predictions
+def sft_collate(batch, pad_token_id, pad_multiple=1):
+    """`(inputs, targets)` of rendered `(ids, mask)` pairs, right-padded to the longest (rounded up to a multiple of
+    `pad_multiple`); targets -1 where the mask is 0 and on padding"""
+    nrows, ncols = len(batch), round_up(max(len(ids) for ids, _ in batch) - 1, pad_multiple)  # n tokens: n-1 targets
     inputs = torch.full((nrows, ncols), pad_token_id, dtype=torch.long)
     targets = torch.full((nrows, ncols), -1, dtype=torch.long)  # -1: the loss's ignore_index
     for i, (ids, mask) in enumerate(batch):
@@ -66,7 +67,7 @@ def sft_collate(batch, pad_token_id):
         targets[i, :n] = row_targets
     return inputs, targets
 
-def sft_data_generator(tokenizer, dataset, batch_size, device, max_tokens=2048, rank=0, world_size=1):
+def sft_data_generator(tokenizer, dataset, batch_size, device, max_tokens=2048, rank=0, world_size=1, pad_multiple=1):
     "nanochat's SFT batches: rank r renders examples r, r+W, ... (cycling over epochs), `batch_size` per batch"
     if len(dataset) <= rank:
         raise ValueError(f"rank {rank} gets no example from a dataset of {len(dataset)}")
@@ -76,7 +77,7 @@ def sft_data_generator(tokenizer, dataset, batch_size, device, max_tokens=2048, 
         for i in range(rank, len(dataset), world_size):
             batch.append(tokenizer.render_conversation(dataset[i], max_tokens=max_tokens))
             if len(batch) == batch_size:
-                inputs, targets = sft_collate(batch, pad_token_id)
+                inputs, targets = sft_collate(batch, pad_token_id, pad_multiple)
                 yield inputs.to(device), targets.to(device)
                 batch = []
 
@@ -125,7 +126,7 @@ class SFTRun(StageRun):
     "What one SFT run holds; `setup` fills it in"
     # Config and device: the fields of StageRun (nanochat.common), with cfg typed as this script's flags
     cfg: SFTConfig = None  # the flags
-    shapes_vary: ClassVar[bool] = True  # each batch is padded to its longest conversation: fp32 on a CPU (common)
+    shapes_vary: ClassVar[bool] = True  # each batch is padded to its longest conversation (pad_multiple: common)
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
     # Model and optimizers
@@ -173,7 +174,7 @@ def setup(cfg, datasets=None):
     run.checkpoint_dir = os.path.join(get_base_dir(), "chatsft_checkpoints", run.model_tag)
     max_tokens = cfg.max_seq_len if cfg.max_seq_len > 0 else model.config.sequence_len
     run.batches = lambda dataset: sft_data_generator(run.tokenizer, dataset, cfg.device_batch_size, run.device,
-                                                     max_tokens, run.rank, run.world_size)
+                                                     max_tokens, run.rank, run.world_size, run.pad_multiple)
     run.train_loader = run.batches(run.train_ds)
     run.state = SFTState()
     run.num_flops_per_token = model.estimate_flops()
