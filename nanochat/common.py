@@ -216,7 +216,6 @@ class StageRun:
     device: torch.device = None  # where the model and the batches live
     master: bool = True  # rank 0: it prints and writes the report
     train_dtype: torch.dtype = torch.float32  # what training forwards compute in (evaluation: get_compute_dtype)
-    pad_multiple: int = 1  # a varying batch width is rounded up to a multiple of this (round_up)
     shapes_vary: ClassVar[bool] = False  # True in a stage whose batches change width every step (SFT, RL)
 
     def init_compute(self):
@@ -225,14 +224,18 @@ class StageRun:
         self.ddp, self.rank, self.local_rank, self.world_size, self.device = compute_init(self.device_type)
         self.master = self.rank == 0
         self.train_dtype = get_compute_dtype(self.device_type, training=True)
-        # oneDNN builds a bf16 kernel per matmul shape and keeps it: a width that changes every step would build (and
-        # keep) new ones at every step; rounded up to a multiple of SHAPE_BUCKET the widths repeat
-        cpu_bf16 = self.device_type == 'cpu' and self.train_dtype != torch.float32
-        self.pad_multiple = SHAPE_BUCKET if self.shapes_vary and cpu_bf16 else 1
         name = lambda dtype: str(dtype).removeprefix('torch.')
         padded = f" (batch widths rounded up to a multiple of {self.pad_multiple})" if self.pad_multiple > 1 else ""
         print0(f"precision: training computes in {name(self.train_dtype)}{padded}, "
                f"evaluation and sampling in {name(get_compute_dtype(self.device_type))}")
+
+    @property
+    def pad_multiple(self):
+        "What a varying batch width is rounded up to (`round_up`): 1 (the longest row), SHAPE_BUCKET in bf16 on a CPU"
+        # oneDNN builds a bf16 kernel per matmul shape and keeps it: a width that changes every step would build (and
+        # keep) new ones at every step; rounded up to a multiple of SHAPE_BUCKET the widths repeat
+        cpu_bf16 = self.device_type == 'cpu' and self.train_dtype != torch.float32
+        return SHAPE_BUCKET if self.shapes_vary and cpu_bf16 else 1
 
 # %% ../nbs/00_common.ipynb #db4f2d29
 def str2bool(s):
