@@ -4,6 +4,9 @@
     python bench/bench_engine.py --depths 4 --repeats 5 --temperature 0
     python bench/bench_engine.py --threads 1             # every row on 1 thread (default auto, see below)
 
+On a CPU with AVX-512, bench_train.py's prefix (ATEN_CPU_CAPABILITY=avx2 ... TORCHINDUCTOR_CACHE_DIR=<own dir>) shows
+what a CPU without it gets; the compiled rows refuse to run capped without a cache directory of their own.
+
 Models: random init (output projections given noise), vocab 4096, head_dim 64, context 256, window pattern L, fp32.
 A 16-token prompt, then 256 generated tokens (sampling with --temperature/--top-k, default 1.0/50 as in chat_rl).
 
@@ -42,7 +45,7 @@ import torch.nn.functional as F
 from nanochat.engine import Engine, KVCache, RowState
 from nanochat.tokenizer import SPECIAL_TOKENS
 import bench_gpt  # bench/ is on sys.path when a bench script runs
-from bench_train import cpu_report
+from bench_train import cpu_report, check_inductor_cache
 
 
 class NoStopTokenizer:
@@ -170,6 +173,7 @@ def main():
         if args.threads == 'auto' and batch == 1 and os.cpu_count() > 1:
             rows_to_run.append((batch, os.cpu_count()))  # the compiled step's products share out over threads
     from nanochat.common import get_peak_flops
+    check_inductor_cache()  # the compiled rows
     print(cpu_report())
     print(f"fp32 matmul peak measured now: {get_peak_flops('cpu') / 1e9:.0f} GFLOP/s")
     print(f"torch {torch.__version__}, threads {args.threads}, {os.cpu_count()} CPUs, "

@@ -5,6 +5,16 @@
     python bench/bench_train.py --bpb-steps 0    # throughput only
     python bench/bench_train.py --bpb-only       # the val-bpb comparison only
     python bench/bench_train.py --corpus DIR     # any directory of FineWeb-format shards
+    python bench/bench_train.py --mode compiled  # the compiled rows only (--mode eager: the eager rows only)
+
+What a CPU without AVX-512 and bf16 units gets, on one that has them (torch's kernels, oneDNN and MKL capped at
+AVX2; the bf16 probe then finds bf16 slow, so everything runs in fp32; inductor generates AVX2 code):
+    ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+        TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_avx2 python bench/bench_train.py
+Give the capped run its own inductor cache: torch 2.13's cache does not tell kernels built for AVX2 from AVX-512
+ones, and a kernel built for the other width computes garbage (measured: a nan loss from the first step, and a
+heap corruption in the next uncapped run, until /tmp/torchinductor_$USER was deleted). Every row checks that both
+sides' training loss is finite and says so when it is not: the speed of a run that computes nan means nothing.
 
 Both sides run the same loop (`nanochat.scripts.base_train.train`: same data, tokenizer, model, init, schedules and
 optimizers), once as this project ships it and once with nanochat's step structure (a91743c) swapped in:
@@ -57,6 +67,15 @@ def cpu_report():
     fast = cpu_bf16_matmul_is_fast()
     return (f"{model} | features: {' '.join(found)} | torch kernels: {level} | {torch.get_num_threads()} threads "
             f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'}")
+
+
+def check_inductor_cache():
+    "Refuse to compile with torch's kernels capped (ATEN_CPU_CAPABILITY) into the default inductor cache (see the top)"
+    if os.environ.get("ATEN_CPU_CAPABILITY") and not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        raise SystemExit("ATEN_CPU_CAPABILITY is set but TORCHINDUCTOR_CACHE_DIR is not: the capped run would share "
+                         "inductor's default cache with uncapped runs, and kernels built for the other vector width "
+                         "compute garbage. Set TORCHINDUCTOR_CACHE_DIR to a directory of its own (e.g. "
+                         "/tmp/inductor_avx2), or run --mode eager.")
 
 
 def measure_peaks():
@@ -213,7 +232,7 @@ def measure_interleaved(side, depth, seq, steps):
     that speeds up or slows down over time hits them alike. Median step time after WARMUP steps."""
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, setup, train_step
-    runs, times, labels = {}, {}, variants()
+    runs, times, losses, labels = {}, {}, {}, variants()
     for label, (name, dtype) in labels.items():
         side.use(name, dtype=dtype)
         tag = f"il_{label.replace(' ', '_')}_{depth}_{seq}"
@@ -224,14 +243,14 @@ def measure_interleaved(side, depth, seq, steps):
         for label in order[step % len(order):] + order[:step % len(order)]:
             side.use(labels[label][0], reset=False, dtype=labels[label][1])
             t0 = time.perf_counter()
-            train_step(runs[label])
+            losses[label] = train_step(runs[label])[0]
             times[label].append(time.perf_counter() - t0)
             runs[label].state.step += 1
     side.use("project")
     out = {}
     for name, run in runs.items():
         tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
-        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run)
+        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name])
     return out
 
 
@@ -248,7 +267,13 @@ def measure(depth, seq, compile_, steps, extra=()):
     run = train(parse_config(TrainConfig, flags), on_step=lambda r: stamps.append(time.time()))
     dts = [b - a for a, b in zip(stamps[WARMUP:], stamps[WARMUP + 1:])]  # steady state: after the warm-up steps
     tok_s = 8 * seq / statistics.median(dts)
-    return dict(tok_s=tok_s, mfu=mfu(run, tok_s), wall=time.time() - t0, run=run)
+    return dict(tok_s=tok_s, mfu=mfu(run, tok_s), wall=time.time() - t0, run=run, loss=run.state.smooth_train_loss)
+
+
+def not_finite(r):
+    "A row's note naming the runs whose training loss is not finite (their speed means nothing), else ''"
+    bad = [name for name, m in r.items() if not torch.isfinite(torch.tensor(m["loss"]))]
+    return f" | NOT FINITE: the training loss of {', '.join(bad)} (row invalid)" if bad else ""
 
 
 def profile_table(depth=4, seq=256, steps=3):
@@ -294,7 +319,10 @@ def main():
     p.add_argument("--profile", action="store_true", help="only the per-phase profile of a d4 step, both sides")
     p.add_argument("--bpb-only", action="store_true", help="only the val-bpb comparison")
     p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
+    p.add_argument("--mode", choices=("all", "eager", "compiled"), default="all", help="which throughput rows")
     args = p.parse_args()
+    if args.mode != "eager" and not args.quick and not args.profile and not args.bpb_only:
+        check_inductor_cache()  # before any work: the compiled rows come last
     corpus = ensure_corpus(args.corpus)
     base = tempfile.mkdtemp(prefix="bench_train_")
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
@@ -313,6 +341,7 @@ def main():
     configs = [(4, 256, False)]
     if not args.quick:
         configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
+    configs = [c for c in configs if args.mode == "all" or c[2] == (args.mode == "compiled")]
     measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
     for depth, seq, comp in configs:
@@ -331,7 +360,7 @@ def main():
         f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x{f32}", flush=True)
+              f"| {q['tok_s'] / n['tok_s']:.2f}x{f32}{not_finite(r)}", flush=True)
         for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
             PEAKS[dtype] = max(PEAKS[dtype], peak)
     print("\nMFU against the highest matmul peak measured in this run in the dtype each side trains in: "
@@ -347,7 +376,8 @@ def main():
         f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x"
                if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |")
+              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |"
+              + not_finite(r))
     if args.quick or args.bpb_steps <= 0:
         return
     compare_bpb(side, args.bpb_steps, args.eval_tokens)
