@@ -321,7 +321,11 @@ def main():
     p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     p.add_argument("--mode", choices=("all", "eager", "compiled"), default="all", help="which throughput rows")
     args = p.parse_args()
-    if args.mode != "eager" and not args.quick and not args.profile and not args.bpb_only:
+    configs = [(4, 256, False)]  # the throughput rows: (depth, seq, compiled)
+    if not args.quick:
+        configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
+    configs = [c for c in configs if args.mode == "all" or c[2] == (args.mode == "compiled")]
+    if any(comp for _, _, comp in configs) and not (args.profile or args.bpb_only):
         check_inductor_cache()  # before any work: the compiled rows come last
     corpus = ensure_corpus(args.corpus)
     base = tempfile.mkdtemp(prefix="bench_train_")
@@ -338,10 +342,6 @@ def main():
         return
     if args.bpb_only:
         return compare_bpb(side, args.bpb_steps, args.eval_tokens)
-    configs = [(4, 256, False)]
-    if not args.quick:
-        configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
-    configs = [c for c in configs if args.mode == "all" or c[2] == (args.mode == "compiled")]
     measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
     for depth, seq, comp in configs:

@@ -138,7 +138,7 @@ class SFTRun(StageRun):
     # Data
     train_ds: Any = None  # the training mixture (a TaskMixture)
     val_ds: Any = None  # the validation mixture
-    batches: Callable = None  # dataset -> this rank's padded (inputs, targets) batches, cycling over epochs
+    batches: Callable = None  # (dataset, pad_multiple) -> this rank's padded (inputs, targets) batches, cycling
     grad_accum_steps: int = 1  # micro-batches per optimizer step
     train_loader: Iterator = None  # batches(train_ds)
     # Horizon and metrics
@@ -173,9 +173,10 @@ def setup(cfg, datasets=None):
     run.optimizers = setup_chat_optimizers(model, cfg)
     run.checkpoint_dir = os.path.join(get_base_dir(), "chatsft_checkpoints", run.model_tag)
     max_tokens = cfg.max_seq_len if cfg.max_seq_len > 0 else model.config.sequence_len
-    run.batches = lambda dataset: sft_data_generator(run.tokenizer, dataset, cfg.device_batch_size, run.device,
-                                                     max_tokens, run.rank, run.world_size, run.pad_multiple)
-    run.train_loader = run.batches(run.train_ds)
+    run.batches = lambda dataset, pad_multiple=1: sft_data_generator(run.tokenizer, dataset, cfg.device_batch_size,
+                                                                     run.device, max_tokens, run.rank, run.world_size,
+                                                                     pad_multiple)
+    run.train_loader = run.batches(run.train_ds, run.pad_multiple)  # validation computes in fp32: longest row
     run.state = SFTState()
     run.num_flops_per_token = model.estimate_flops()
     run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
