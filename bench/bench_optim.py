@@ -16,7 +16,7 @@ import argparse, os, time
 import torch
 import torch._dynamo
 from nanochat.gpt import GPT, GPTConfig
-from nanochat.optim import Muon, AdamW, setup_optimizers
+from nanochat.optim import Muon, AdamW, setup_optimizers, get_orth_dtype
 
 def build(depth, args):
     "A GPT of `depth` with the CPU run's shapes, initialized as nanochat does (meta -> cpu -> init_weights)"
@@ -35,7 +35,9 @@ def timeit(fn, steps, warmup):
     for _ in range(steps): fn()
     return (time.perf_counter() - t0) / steps, first
 
-ADAMW_DEFAULT, MUON_DEFAULT = 'AdamW fused (default)', 'Muon polar_express eager fp32'
+# the orthogonalization dtype Muon picks here: fp32, or bf16 where the probe finds fast bf16 units
+ORTH = str(get_orth_dtype('cpu')).removeprefix('torch.')
+ADAMW_DEFAULT, MUON_DEFAULT = 'AdamW fused (default)', f'Muon polar_express eager {ORTH}'
 
 def bench_depth(depth, args):
     model = build(depth, args)
@@ -63,7 +65,7 @@ def bench_depth(depth, args):
                     adam_groups(), betas=(0.8, 0.95), eps=1e-10, weight_decay=0.0, foreach=True))]
     for compile in ([False, True] if args.compile else [False]):
         for ortho in ('polar_express', 'newtonschulz5'):
-            name = f"Muon {ortho} {'compiled' if compile else 'eager'} fp32"
+            name = f"Muon {ortho} {'compiled' if compile else 'eager'} {ORTH}"
             variants.append((name, n_muon, lambda o=ortho, c=compile: Muon(matrix_params, ortho=o, compile=c, weight_decay=0.2)))
     if args.bf16:
         variants.append(('Muon polar_express eager bf16', n_muon,

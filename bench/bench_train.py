@@ -259,10 +259,7 @@ def measure(depth, seq, compile_, steps, extra=()):
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, train
     stamps = []
-    flags = [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
-             f"--total-batch-size={8 * seq}", "--window-pattern=L", f"--num-iterations={steps}", "--eval-every=-1",
-             "--core-metric-every=-1", "--sample-every=-1", f"--compile={int(compile_)}", "--device-type=cpu",
-             f"--model-tag=bench_d{depth}_{seq}_{int(compile_)}", *extra]
+    flags = [*train_flags(depth, seq, compile_, steps, f"bench_d{depth}_{seq}_{int(compile_)}"), *extra]
     t0 = time.time()
     run = train(parse_config(TrainConfig, flags), on_step=lambda r: stamps.append(time.time()))
     dts = [b - a for a, b in zip(stamps[WARMUP:], stamps[WARMUP + 1:])]  # steady state: after the warm-up steps
@@ -280,10 +277,7 @@ def profile_table(depth=4, seq=256, steps=3):
     "base_train's per-phase profile (profile_steps) of a d4 eager step, as markdown rows"
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, setup, train_step, profile_steps, count_step_flops, OP_KINDS
-    flags = [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
-             f"--total-batch-size={8 * seq}", "--window-pattern=L", "--num-iterations=100", "--eval-every=-1",
-             "--core-metric-every=-1", "--sample-every=-1", "--compile=0", "--device-type=cpu", "--model-tag=prof"]
-    run = setup(parse_config(TrainConfig, flags))
+    run = setup(parse_config(TrainConfig, train_flags(depth, seq, False, 100, "prof")))
     for _ in range(10):
         train_step(run)  # warm up: the first steps of a process are slower (allocator, page faults)
     prof = profile_steps(run, steps)
