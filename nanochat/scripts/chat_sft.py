@@ -140,7 +140,7 @@ class SFTRun(StageRun):
     val_ds: Any = None  # the validation mixture
     batches: Callable = None  # (dataset, pad_multiple) -> this rank's padded (inputs, targets) batches, cycling
     grad_accum_steps: int = 1  # micro-batches per optimizer step
-    train_loader: Iterator = None  # batches(train_ds)
+    train_loader: Iterator = None  # batches(train_ds, pad_multiple)
     # Horizon and metrics
     num_iterations: int = 0  # optimizer steps to take
     num_flops_per_token: int = 0  # model FLOPs per token, forward + backward (GPT.estimate_flops)
@@ -176,7 +176,7 @@ def setup(cfg, datasets=None):
     run.batches = lambda dataset, pad_multiple=1: sft_data_generator(run.tokenizer, dataset, cfg.device_batch_size,
                                                                      run.device, max_tokens, run.rank, run.world_size,
                                                                      pad_multiple)
-    run.train_loader = run.batches(run.train_ds, run.pad_multiple)  # validation computes in fp32: longest row
+    run.train_loader = run.batches(run.train_ds, run.pad_multiple)  # validation keeps pad_multiple=1 (fp32)
     run.state = SFTState()
     run.num_flops_per_token = model.estimate_flops()
     run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
