@@ -23,6 +23,9 @@ optimizers), once as this project ships it and once with nanochat's step structu
 - the MLP's `F.relu(x).square()` as two autograd operators (the project's `ReluSquared` has a one-pass backward);
 - RMSNorm as `F.rms_norm`, which autograd differentiates as its pieces on the CPU (the project's `RMSNormCPU` has a
   hand-written backward when training in fp32 on the CPU);
+- attention: nanochat's SDPA fallback (`is_causal`, or a mask built at each call for a window); the project's, which
+  on a CPU runs causal self-attention in blocks of 64 queries where that pays (bf16, or a window: see the attention
+  notebook);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
@@ -175,16 +178,36 @@ def nanochat_quintic(G, coeffs, norm_scale, eps, dtype):
     return X.mT if tall else X
 
 
+def nanochat_sdpa_attention(q, k, v, causal, window_size):
+    "The SDPA fallback as nanochat writes it: is_causal for full context, else a mask built at every call"
+    Tq, Tk = q.size(2), k.size(2)
+    window = window_size[0]
+    gqa = q.size(1) != k.size(1)
+    if (window < 0 or window >= Tq) and Tq == Tk:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+    if Tq == 1:
+        if 0 <= window < Tk:
+            k, v = k[:, :, max(0, Tk - (window + 1)):], v[:, :, max(0, Tk - (window + 1)):]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=False, enable_gqa=gqa)
+    row = (Tk - Tq) + torch.arange(Tq, device=q.device)[:, None]
+    col = torch.arange(Tk, device=q.device)[None, :]
+    mask = col <= row
+    if 0 <= window < Tk:
+        mask = mask & ((row - col) <= window)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+
+
 class Side:
     "Switch the process between the project's code and nanochat's step structure"
     def __init__(self):
-        import nanochat.gpt as gpt, nanochat.optim as optim
-        self.gpt, self.optim = gpt, optim
-        self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, optim._quintic_iteration)
+        import nanochat.gpt as gpt, nanochat.optim as optim, nanochat.flash_attention as attention
+        self.gpt, self.optim, self.attention = gpt, optim, attention
+        self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, optim._quintic_iteration,
+                        attention._sdpa_attention)
 
     def use(self, side, reset=True, dtype=None):
-        forward, mlp_forward, norm, quintic = self.project if side == "project" else \
-            (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic)
+        forward, mlp_forward, norm, quintic, sdpa_attention = self.project if side == "project" else \
+            (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic, nanochat_sdpa_attention)
         # nanochat trains in fp32 on every CPU; the project in bf16 where the probe finds bf16 units, or in `dtype`.
         # Read when a run is set up (StageRun.init_compute): it only matters for runs set up after this call.
         if side == "nanochat" or dtype is not None:
@@ -195,6 +218,7 @@ class Side:
         self.gpt.MLP.forward = mlp_forward
         self.gpt.norm = norm  # a module global: the blocks and attention look it up at each call
         self.optim._quintic_iteration = quintic
+        self.attention._sdpa_attention = sdpa_attention  # a module global: flash_attn_func looks it up at each call
         if reset:
             self.optim._compiled_muon_step = None  # a compiled Muon step belongs to one side
             torch._dynamo.reset()
@@ -211,12 +235,12 @@ def mfu(run, tok_s):
 WARMUP = 10  # steps left out of the timing: compiling, and the allocator and page faults of a fresh run
 
 
-def train_flags(depth, seq, compile_, steps, tag):
-    "base_train flags of a throughput row: batch 8 rows, one micro-step, window L, head_dim 64"
+def train_flags(depth, seq, compile_, steps, tag, window="L"):
+    "base_train flags of a throughput row: batch 8 rows, one micro-step, window L (or `window`), head_dim 64"
     return [f"--depth={depth}", "--head-dim=64", f"--max-seq-len={seq}", "--device-batch-size=8",
-            f"--total-batch-size={8 * seq}", "--window-pattern=L", f"--num-iterations={steps}", "--eval-every=-1",
-            "--core-metric-every=-1", "--sample-every=-1", f"--compile={int(compile_)}", "--device-type=cpu",
-            f"--model-tag={tag}"]
+            f"--total-batch-size={8 * seq}", f"--window-pattern={window}", f"--num-iterations={steps}",
+            "--eval-every=-1", "--core-metric-every=-1", "--sample-every=-1", f"--compile={int(compile_)}",
+            "--device-type=cpu", f"--model-tag={tag}"]
 
 
 def variants():
@@ -227,26 +251,26 @@ def variants():
     return out
 
 
-def measure_interleaved(side, depth, seq, steps):
-    """Eager rows: the runs live in one process and take turns step by step (who goes first rotates), so a machine
-    that speeds up or slows down over time hits them alike. Median step time after WARMUP steps."""
+def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="L"):
+    """Runs that live in one process and take turns step by step (who goes first rotates), so a machine that speeds
+    up or slows down over time hits them alike. `use(label, reset)` switches the process to a label's code: before
+    its run is set up (reset=True) and before each of its steps. Median step time after WARMUP steps."""
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, setup, train_step
-    runs, times, losses, labels = {}, {}, {}, variants()
-    for label, (name, dtype) in labels.items():
-        side.use(name, dtype=dtype)
-        tag = f"il_{label.replace(' ', '_')}_{depth}_{seq}"
-        runs[label] = setup(parse_config(TrainConfig, train_flags(depth, seq, False, steps, tag)))
+    runs, times, losses = {}, {}, {}
+    for label in labels:
+        use(label, True)
+        tag = f"il_{re.sub(r'[^A-Za-z0-9]+', '_', label)}_{depth}_{seq}"
+        runs[label] = setup(parse_config(TrainConfig, train_flags(depth, seq, compile_, steps, tag, window)))
         times[label] = []
     order = list(labels)
     for step in range(steps):
         for label in order[step % len(order):] + order[:step % len(order)]:
-            side.use(labels[label][0], reset=False, dtype=labels[label][1])
+            use(label, False)
             t0 = time.perf_counter()
             losses[label] = train_step(runs[label])[0]
             times[label].append(time.perf_counter() - t0)
             runs[label].state.step += 1
-    side.use("project")
     out = {}
     for name, run in runs.items():
         tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
@@ -292,7 +316,7 @@ def profile_table(depth=4, seq=256, steps=3):
     flops = count_step_flops(run)
     mfu_flops = run.num_flops_per_token * 8 * seq
     matmul_s = sum(row["matmul"] for row in prof.values()) / 1000
-    speed = (flops["model"] + flops["optimizer"]) / matmul_s
+    speed = sum(flops.values()) / matmul_s  # the profiled matmuls: the weights', the attention blocks', Muon's
     ceiling = mfu_flops / (mfu_flops + flops["optimizer"])
     peak, name = PEAKS[run.train_dtype], str(run.train_dtype).removeprefix("torch.")
     lines.append(f"\nmatmul FLOPs per step: model {flops['model'] / 1e9:.2f} G "
@@ -340,7 +364,10 @@ def main():
     rows = []
     for depth, seq, comp in configs:
         if not comp:
-            r = measure_interleaved(side, depth, seq, args.steps)
+            labels = variants()
+            use = lambda label, reset: side.use(labels[label][0], reset=reset, dtype=labels[label][1])  # noqa: E731
+            r = measure_interleaved(use, labels, depth, seq, args.steps)
+            side.use("project")
         else:  # a compiled graph belongs to one side's code: whole runs in the order ABBA, each side's faster one
             r = {}
             for name in ("nanochat", "project", "project", "nanochat"):

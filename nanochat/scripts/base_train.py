@@ -484,7 +484,7 @@ def _op_kind(event):
     e = event
     while e is not None:
         name = e.name.lower()
-        if "scaled_dot_product" in name or "flash_attn" in name:
+        if "scaled_dot_product" in name or "flash_attn" in name or "blockedattention" in name:  # + the CPU's blocks
             return "attention"
         if "rms_norm" in name or "rmsnorm" in name:  # F.rms_norm's operators; RMSNormCPU's backward (05_gpt)
             return "norm"
@@ -520,11 +520,15 @@ def profile_steps(run, steps=3):
 
 # %% ../../nbs/24_base_train.ipynb #f1b798b7
 def count_step_flops(run):
-    "Matmul FLOPs of one training step, which it takes: `{'model': its forward and backward, 'optimizer': the rest}`"
+    """Matmul FLOPs of one training step, which it takes: `{'model': the model's weights, forward and backward,
+    'attention': the attention's own matmuls where they are plain bmm (04_attention's CPU blocks; SDPA's kernels are
+    not counted), 'optimizer': the rest}`"""
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as counter:
         train_step(run)
     counts = counter.get_flop_counts()
     total = sum(counts['Global'].values())
-    model = sum(counts.get(type(run.orig_model).__name__, {}).values())  # the model's module, backward included
-    return {'model': model, 'optimizer': total - model}
+    in_model = counts.get(type(run.orig_model).__name__, {})  # the model's module, backward included
+    attention = in_model.get(torch.ops.aten.bmm, 0)  # the weights' matmuls are 2-D (mm, addmm): bmm is attention
+    model = sum(in_model.values()) - attention
+    return {'model': model, 'attention': attention, 'optimizer': total - model - attention}
