@@ -82,8 +82,7 @@ def layer_table(modes, reps):
                         fns = {name: torch.compile(fn) for name, fn in fns.items()}
                     with ctx:
                         ms = layer_ms(fns, q, k, v, mode, reps)
-                        path = path_taken(q, k, v, window, mode)
-                    torch._dynamo.reset()
+                        path = path_taken(q, k, v, window, mode)  # resets dynamo: the next row compiles afresh
                     rows.append((str(dtype).removeprefix("torch."), T, window, mode, ms["SDPA"], ms["project"], path))
                     print(f"{rows[-1][0]:8s} {T} tokens, window {window:4d}, {mode:8s}: SDPA {ms['SDPA']:6.2f} ms, "
                           f"project {ms['project']:6.2f} ms ({path}), {ms['SDPA'] / ms['project']:.2f}x", flush=True)

@@ -24,8 +24,8 @@ optimizers), once as this project ships it and once with nanochat's step structu
 - RMSNorm as `F.rms_norm`, which autograd differentiates as its pieces on the CPU (the project's `RMSNormCPU` has a
   hand-written backward when training in fp32 on the CPU);
 - attention: nanochat's SDPA fallback (`is_causal`, or a mask built at each call for a window); the project's, which
-  on a CPU runs causal self-attention in blocks of 64 queries where that pays (bf16, or a window: see the attention
-  notebook);
+  on a CPU runs causal self-attention in blocks of 64 queries where that pays (bf16, a window, a compiled training
+  step: see the attention notebook and bench_attention.py);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;

@@ -94,6 +94,17 @@ def _attn_mask(Tq, Tk, left, right, device):
         keep &= col >= row - left
     return keep
 
+def _mask(Tq, Tk, left, right, device):
+    "`_attn_mask`, uncached inside a compiled graph (the graph bakes the mask in)"
+    make_mask = _attn_mask.__wrapped__ if torch.compiler.is_compiling() else _attn_mask
+    return make_mask(Tq, Tk, left, right, device)
+
+# %% ../nbs/04_attention.ipynb #a7d3e1b2
+def _query_blocks(T, left, block):
+    "(start, end, first) for each block of `block` queries: queries start:end see keys first:end at most"
+    for start in range(0, T, block):
+        yield start, min(start + block, T), 0 if left < 0 else max(0, start - left)
+
 # %% ../nbs/04_attention.ipynb #ce1f6a46
 ATTN_BLOCK = 64  # queries per block on the CPU path
 CPU_SCORES_MAX = 2**24  # the most probabilities (B x H x T x keys per block) one layer's backward may keep
@@ -104,14 +115,11 @@ class BlockedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, left, block):
         T = q.size(1)
-        make_mask = _attn_mask.__wrapped__ if torch.compiler.is_compiling() else _attn_mask # compiled graphs bake it in
         acc = torch.promote_types(q.dtype, torch.float32) # the softmax in fp32 at least, also for bf16 inputs
         ys, probs = [], []
-        for start in range(0, T, block):
-            end = min(start + block, T)
-            first = 0 if left < 0 else max(0, start - left) # the earliest key any query of the block may see
+        for start, end, first in _query_blocks(T, left, block):
             scores = torch.bmm(q[:, start:end], k[:, first:end].mT) # (N, end - start, end - first)
-            scores = torch.where(make_mask(end - start, end - first, left, 0, q.device), scores, float('-inf'))
+            scores = torch.where(_mask(end - start, end - first, left, 0, q.device), scores, float('-inf'))
             p = scores.softmax(-1, dtype=acc).to(q.dtype)
             ys.append(torch.bmm(p, v[:, first:end])) # (N, end - start, D)
             probs.append(p)
@@ -133,10 +141,7 @@ class BlockedAttention(torch.autograd.Function):
         dv = torch.zeros_like(v)
         # the softmax's backward, dS = P * (dP - rowsum(P * dP)), where rowsum(P * dP) = rowsum(Y * dY): one pass
         rowsum = (dy.to(acc) * y.to(acc)).sum(-1, keepdim=True) # (N, T, 1)
-        for i, start in enumerate(range(0, T, block)):
-            end = min(start + block, T)
-            first = 0 if left < 0 else max(0, start - left)
-            p = probs[i] # (N, end - start, end - first)
+        for p, (start, end, first) in zip(probs, _query_blocks(T, left, block)): # p: (N, end - start, end - first)
             dp = torch.bmm(dy[:, start:end], v[:, first:end].mT)
             ds = (p.to(acc) * (dp.to(acc) - rowsum[:, start:end])).to(q.dtype) # masked keys have p = 0
             dv[:, first:end].baddbmm_(p.mT, dy[:, start:end])
@@ -181,9 +186,7 @@ def _sdpa_attention(q, k, v, causal, window_size):
             return _blocked_attention(q, k, v, left, dtype)
     if left < 0 and Tq == Tk and right in (0, -1):
         return F.scaled_dot_product_attention(q, k, v, is_causal=right == 0, enable_gqa=gqa)
-    make_mask = _attn_mask.__wrapped__ if torch.compiler.is_compiling() else _attn_mask # compiled graphs bake it in
-    mask = make_mask(Tq, Tk, left, right, q.device)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_mask(Tq, Tk, left, right, q.device), enable_gqa=gqa)
 
 # %% ../nbs/04_attention.ipynb #56dbe6c2
 def flash_attn_func(q, k, v, causal=False, window_size=(-1, -1)):
