@@ -368,7 +368,9 @@ def main():
     for depth, seq, comp in configs:
         if not comp:
             labels = variants()
-            use = lambda label, reset: side.use(labels[label][0], reset=reset, dtype=labels[label][1])  # noqa: E731
+
+            def use(label, reset):
+                side.use(labels[label][0], reset=reset, dtype=labels[label][1])
             r = measure_interleaved(use, labels, depth, seq, args.steps)
             side.use("project")
         else:  # a compiled graph belongs to one side's code: whole runs in the order ABBA, each side's faster one
