@@ -46,7 +46,8 @@ over the matmul peak of the dtype the side trains in: in the final table, the hi
 and after every row (a peak measured while the machine is busy comes out low). The val-bpb rows train 200 steps (d4,
 seq 256, eager) from the same seed on each side, and on the project in fp32 too where it trains in bf16, and compare
 them. How much 200 steps can tell: scaling the fused loss's dL/dx by (1 + 2^-22), a rounding-level change, moved the
-fp32 project's val bpb from 2.0382 to 2.0457 (+0.37%, on a CPU with bf16 units, where Muon orthogonalizes in bf16).
+fp32 project's val bpb from 2.0382 to 2.0457 (+0.37%, with the loss cap as a tanh, on a CPU with bf16 units, where
+Muon orthogonalizes in bf16); computing the cap as a sigmoid instead (05_gpt) gave 2.0459.
 A difference of that size here is within what rounding alone does.
 Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """

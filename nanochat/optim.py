@@ -45,6 +45,26 @@ def _addmm(input, m1, m2, beta, alpha):
         return torch.baddbmm(input, m1, m2, beta=beta, alpha=alpha)
     return torch.addmm(input, m1, m2, beta=beta, alpha=alpha)
 
+def _sym_matmul(m1, m2, input=None, beta=0.0, alpha=1.0):
+    """m1 @ m2, or beta * input + alpha * (m1 @ m2), for a product known to be symmetric (and a symmetric input). On a
+    CPU only the top half of the rows and the bottom-right block are multiplied, 3/4 of the multiply-adds; the
+    bottom-left block is the top-right one transposed"""
+    if m1.device.type != 'cpu':
+        return m1 @ m2 if input is None else _addmm(input, m1, m2, beta, alpha)  # GPUs: nanochat's products
+    n = m1.size(-2)
+    h = n // 2
+    if input is None:
+        top = m1[..., :h, :] @ m2  # (..., h, n)
+        bottom = m1[..., h:, :] @ m2[..., :, h:]  # (..., n - h, n - h)
+    else:
+        top = _addmm(input[..., :h, :], m1[..., :h, :], m2, beta, alpha)
+        bottom = _addmm(input[..., h:, h:], m1[..., h:, :], m2[..., :, h:], beta, alpha)
+    out = top.new_empty(*top.shape[:-2], n, n)
+    out[..., :h, :] = top
+    out[..., h:, h:] = bottom
+    out[..., h:, :h] = top[..., :, h:].mT  # (..., n - h, h)
+    return out
+
 def _quintic_iteration(G, coeffs, norm_scale, eps, dtype):
     "Normalize G, run X <- aX + b(XX^T)X + c(XX^T)^2 X for each (a, b, c), transposing tall matrices"
     assert G.ndim in (2, 3), "expects a matrix (rows, cols) or a stack of matrices (n, rows, cols)"
@@ -57,8 +77,8 @@ def _quintic_iteration(G, coeffs, norm_scale, eps, dtype):
         X = _gram_iteration(X, coeffs)  # same polynomial, fewer FLOPs for a wide matrix (fp32 only: see below)
         return X.mT if tall else X
     for a, b, c in coeffs:
-        A = X @ X.mT  # (..., rows, rows)
-        B = _addmm(A, A, A, beta=b, alpha=c)  # b*A + c*(A @ A)
+        A = _sym_matmul(X, X.mT)  # (..., rows, rows)
+        B = _sym_matmul(A, A, A, beta=b, alpha=c)  # b*A + c*(A @ A)
         X = _addmm(X, B, X, beta=a, alpha=1.0)  # a*X + B @ X
     return X.mT if tall else X
 
@@ -66,14 +86,14 @@ def _gram_iteration(X, coeffs):
     """The quintic iteration on the Gram matrix A = X X^T (rows x rows). Each step multiplies X by
     Q = aI + bA + cA^2, a polynomial in A, so X_k = P_k X_0 with P_k = Q_k ... Q_0 and X_{k+1} X_{k+1}^T = Q_k^2 A_k:
     the long side of X is touched twice in all, not twice per step"""
-    A = X @ X.mT  # (..., rows, rows)
+    A = _sym_matmul(X, X.mT)  # (..., rows, rows)
     P = None
     for k, (a, b, c) in enumerate(coeffs):
-        Q = _addmm(A, A, A, beta=b, alpha=c)  # b*A + c*A^2 ...
+        Q = _sym_matmul(A, A, A, beta=b, alpha=c)  # b*A + c*A^2 ...
         Q.diagonal(dim1=-2, dim2=-1).add_(a)  # ... + a*I
-        P = Q if P is None else Q @ P
+        P = Q if P is None else _sym_matmul(Q, P)  # polynomials in the first A: they commute, so Q P is symmetric
         if k < len(coeffs) - 1:
-            A = Q @ (Q @ A)  # Q commutes with A (a polynomial in it): Q A Q^T = Q^2 A
+            A = _sym_matmul(Q, _sym_matmul(Q, A))  # Q commutes with A (a polynomial in it): Q A Q^T = Q^2 A
     return P @ X
 
 def zeropower_via_newtonschulz5(G, steps=5, dtype=None):
