@@ -27,7 +27,8 @@ optimizers), once as this project ships it and once with nanochat's step structu
   on a CPU runs causal self-attention in blocks of 64 queries where that pays (bf16, a window, a compiled training
   step: see the attention notebook and bench_attention.py);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
-  the matmul with `baddbmm`);
+  the matmul with `baddbmm`, and on a CPU multiplies three of the four half-size blocks of the products known to be
+  symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
   the project compiles it when `--compile=1`); eager mode compiles nothing on either side;
 - precision: nanochat trains in fp32 on every CPU (autocast only on CUDA); the project trains under bf16 autocast
