@@ -1,6 +1,6 @@
 """Training throughput on the CPU: this project's base_train loop next to nanochat's step structure, in one run.
 
-    python bench/bench_train.py                  # d4/d6 x seq 256/512, eager, d4/d6 seq 256 compiled, + val bpb
+    python bench/bench_train.py                  # d4/d6 x seq 256/512, eager and compiled, + val bpb
     python bench/bench_train.py --quick          # d4 seq 256 eager only
     python bench/bench_train.py --bpb-steps 0    # throughput only
     python bench/bench_train.py --bpb-only       # the val-bpb comparison only
@@ -25,7 +25,7 @@ optimizers), once as this project ships it and once with nanochat's step structu
   hand-written backward when training in fp32 on the CPU);
 - attention: nanochat's SDPA fallback (`is_causal`, or a mask built at each call for a window); the project's, which
   on a CPU runs causal self-attention in blocks of 64 queries where that pays (bf16, a window, a compiled training
-  step: see the attention notebook and bench_attention.py);
+  step, training on 512 tokens or more: see the attention notebook and bench_attention.py);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`, and on a CPU multiplies three of the four half-size blocks of the products known to be
   symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's);
@@ -346,7 +346,8 @@ def main():
     args = p.parse_args()
     configs = [(4, 256, False)]  # the throughput rows: (depth, seq, compiled)
     if not args.quick:
-        configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True)]
+        configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True), (4, 512, True),
+                    (6, 512, True)]
     configs = [c for c in configs if args.mode == "all" or c[2] == (args.mode == "compiled")]
     if any(comp for _, _, comp in configs) and not (args.profile or args.bpb_only):
         check_inductor_cache()  # before any work: the compiled rows come last

@@ -181,7 +181,8 @@ def _sdpa_attention(q, k, v, causal, window_size):
         low_precision = dtype in (torch.bfloat16, torch.float16)  # SDPA's CPU kernel is no faster there
         differentiated = torch.is_grad_enabled() and q.requires_grad
         compiled_training = torch.compiler.is_compiling() and differentiated  # inductor fuses the blocks
-        pays = low_precision or left >= 0 or compiled_training  # measured: see the tables above
+        long_training = differentiated and Tk >= 512  # SDPA's CPU backward is the slow half at 512 tokens and more
+        pays = low_precision or left >= 0 or compiled_training or long_training  # measured: see the tables above
         if pays and q.size(0) * q.size(1) * Tq * span <= CPU_SCORES_MAX:
             return _blocked_attention(q, k, v, left, dtype)
     if left < 0 and Tq == Tk and right in (0, -1):
