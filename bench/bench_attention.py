@@ -3,6 +3,7 @@ self-attention in blocks of 64 queries where that pays (see the attention notebo
 
     python bench/bench_attention.py                # one layer's attention, then whole d4 training steps
     python bench/bench_attention.py --layer-only   # the per-layer table only (about a minute)
+    python bench/bench_attention.py --layer-only --heads 6   # ... with d6's 6 heads instead of d4's 4
     python bench/bench_attention.py --mode eager   # no compiled rows (they compile a model per side: minutes)
     NANOCHAT_DTYPE=float32 python bench/bench_attention.py   # the steps in fp32, as on a CPU without bf16 units
 
@@ -66,8 +67,8 @@ def path_taken(q, k, v, window, mode):
     return "blocks" if calls else "SDPA"
 
 
-def layer_table(modes, reps):
-    "Rows: dtype, tokens, window, mode, SDPA ms, project ms, speed-up, path"
+def layer_table(modes, reps, heads=4):
+    "Rows: dtype, tokens, window, mode, SDPA ms, project ms, speed-up, path; 8 rows of `heads` heads of 64"
     dtypes = [torch.float32] + ([torch.bfloat16] if torch.bfloat16 in bench_train.PEAKS else [])
     rows = []
     for dtype in dtypes:
@@ -75,7 +76,7 @@ def layer_table(modes, reps):
             for window in (-1, T // 2):
                 ctx = torch.autocast("cpu", dtype=dtype) if dtype != torch.float32 else contextlib.nullcontext()
                 for mode in modes:
-                    q, k, v = (torch.randn(8, 4, T, 64, dtype=dtype, requires_grad=True) for _ in range(3))
+                    q, k, v = (torch.randn(8, heads, T, 64, dtype=dtype, requires_grad=True) for _ in range(3))
                     fns = {"SDPA": lambda q, k, v: bench_train.nanochat_sdpa_attention(q, k, v, True, (window, 0)),
                            "project": lambda q, k, v: fa._sdpa_attention(q, k, v, True, (window, 0))}
                     if mode == "compiled":
@@ -124,6 +125,7 @@ def main():
     p.add_argument("--layer-only", action="store_true", help="only the per-layer table")
     p.add_argument("--mode", choices=("all", "eager", "compiled"), default="all", help="which rows")
     p.add_argument("--reps", type=int, default=15, help="calls per side and row of the layer table")
+    p.add_argument("--heads", type=int, default=4, help="heads of 64 in the layer table (4: d4's, 6: d6's)")
     p.add_argument("--steps", type=int, default=40, help="steps per side and row of the step table (10 untimed)")
     args = p.parse_args()
     compiled = args.mode in ("all", "compiled")
@@ -131,8 +133,8 @@ def main():
         bench_train.check_inductor_cache()
     bench_train.machine_report()
     modes = [m for m in ("eager", "compiled", "forward") if args.mode == "all" or (m == "compiled") == compiled]
-    print("\n1. One layer's attention (8 rows, 4 heads of 64): ms per call\n")
-    layer_table(modes, args.reps)
+    print(f"\n1. One layer's attention (8 rows, {args.heads} heads of 64): ms per call\n")
+    layer_table(modes, args.reps, args.heads)
     if args.layer_only:
         return
     configs = [(4, 256, "L", False), (4, 256, "SSSL", False), (4, 512, "L", False), (4, 512, "SSSL", False),
