@@ -242,7 +242,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
     with _sdpa_kernels(q_, k_, changing=True):  # the keys grow by one every token: a new shape at every call
         return _sdpa_attention(q_, k_, v_, causal, tuple(window_size)).transpose(1, 2)
 
-
 # %% ../nbs/04_attention.ipynb #47e805a0
 def _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, window_size):
     "flash_attn_with_kvcache without host syncs or data-dependent shapes: per-row positions, a masked full cache"

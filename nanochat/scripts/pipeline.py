@@ -149,7 +149,7 @@ def transcript_prompts():
 
 def write_transcript(device_type="cpu", max_tokens=256):
     "Answer the transcript prompts with the newest model (temperature 0) and log a 'Transcript' report section"
-    from nanochat.common import compute_init, autocast_ctx
+    from nanochat.common import compute_init, autocast_ctx, forward_mfu
     from nanochat.checkpoint_manager import newest_source, load_model
     from nanochat.engine import Engine
     from nanochat.report import get_report
@@ -158,10 +158,14 @@ def write_transcript(device_type="cpu", max_tokens=256):
     model, tokenizer, meta = load_model(source, device, phase="eval")
     engine = Engine(model, tokenizer)
     lines = [f"The {source} model (step {meta['step']}) at temperature 0. It is tiny: expect it to be wrong often.", ""]
+    tokens, seconds = 0, 0.0
     for label, conversation, task in transcript_prompts():
         prompt = tokenizer.render_for_completion(conversation)
+        t0 = time.time()
         with autocast_ctx(device.type):
             (seq,), _ = engine.generate_batch(prompt, max_tokens=max_tokens, temperature=0)
+        seconds += time.time() - t0
+        tokens += len(seq) - len(prompt)  # sampled (and forced) tokens
         reply = tokenizer.decode(seq[len(prompt):])
         grade = "" if task is None else (" (correct)" if task.evaluate(conversation, reply) else " (wrong)")
         question = conversation["messages"][0]["content"]
@@ -169,6 +173,12 @@ def write_transcript(device_type="cpu", max_tokens=256):
         lines += [f"**{label}**{grade}", "", f"> **User:** {quote(question)}", ">",
                   f"> **Assistant:** {quote(reply)}", ""]
         print(f"[{label}] {question}\n  -> {reply}{grade}")
+    # the sampling speed, so a slow decode path shows up here (batch 1: memory-bound, a low MFU is expected)
+    tok_per_sec = tokens / max(seconds, 1e-9)
+    mfu = forward_mfu(model, tok_per_sec)
+    speed = f"{tokens:,} tokens sampled in {seconds:.1f}s | tok/s: {tok_per_sec:,.0f} | mfu: {mfu:.2f}%"
+    print(speed)
+    lines.append(f"Sampling: {speed}")
     get_report().log("Transcript", ["\n".join(lines)])
     return lines
 
