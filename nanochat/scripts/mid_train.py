@@ -25,7 +25,7 @@ class MidConfig:
     run: str = "dummy"  # wandb run name ('dummy' disables wandb logging)
     # Runtime
     device_type: str = ""  # cuda|cpu|mps (empty = autodetect)
-    compile: bool = True  # torch.compile the training model (evaluation and saving use the plain model)
+    compile: bool = True  # torch.compile the training model and the Muon step (evaluating and saving: the plain model)
     # Model loading
     model_tag: str = None  # base model tag to load, also the output tag (default: the largest base model)
     model_step: int = None  # base model step to load (default: its last step)
@@ -121,10 +121,11 @@ def load_source_model(source, model_tag, model_step, device):
     print0(f"Loaded the {source} model {checkpoint_dir} at step {step}")
     return model, tokenizer, meta, os.path.basename(checkpoint_dir)
 
-def setup_chat_optimizers(model, cfg):
-    "nanochat's optimizers at the flags' learning rates times `--init-lr-frac` (no batch-size scaling here)"
+def setup_chat_optimizers(model, cfg, compile=None):
+    """nanochat's optimizers at the flags' learning rates times `--init-lr-frac` (no batch-size scaling here);
+    `compile`: the Muon step's (None: compiled on a GPU, as nanochat always does)"""
     optimizers = model.setup_optimizers(unembedding_lr=cfg.unembedding_lr, embedding_lr=cfg.embedding_lr,
-                                        matrix_lr=cfg.matrix_lr, weight_decay=cfg.weight_decay)
+                                        matrix_lr=cfg.matrix_lr, weight_decay=cfg.weight_decay, compile=compile)
     for opt in optimizers:
         for group in opt.param_groups:
             group["lr"] = group["lr"] * cfg.init_lr_frac
@@ -214,7 +215,7 @@ def setup(cfg, datasets=None):
         model.load_state_dict(resume[0], strict=True, assign=True)
     run.orig_model = model  # uncompiled: for evaluation and saving
     run.model = torch.compile(model, dynamic=False) if cfg.compile else model
-    run.optimizers = setup_chat_optimizers(model, cfg)
+    run.optimizers = setup_chat_optimizers(model, cfg, compile=cfg.compile)  # --compile covers the Muon step too
     if resume:
         for opt, opt_state in zip(run.optimizers, resume[1]):
             opt.load_state_dict(opt_state)
