@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU checks in one go, on one CUDA GPU: every notebook's `#| gpu` cells, the tiny pipeline on the GPU (all 13
+# stages, bf16 under the precision policy) and bench/bench_sdpa_cuda.py, which the CPU test suite cannot reach. Logs
+# go to $OUT (default build/gpu_check/); the last lines say what passed. Its parts have run separately on an H200
+# (the notebooks' gpu cells in about 3.5 minutes, the tiny pipeline in 5 minutes); the script as a whole not yet.
+#   bash runs/gpu_check.sh             # sets up .venv first, as the other run scripts do
+#   SETUP=0 bash runs/gpu_check.sh     # in an environment that already has the project's packages (PYTHON=python3)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ "${SETUP:-1}" = 1 ]; then
+    bash runs/setup.sh && . .venv/bin/activate || exit 1
+fi
+PY="${PYTHON:-python}"
+OUT="${OUT:-build/gpu_check}"
+mkdir -p "$OUT"
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    echo "gpu_check: torch sees no CUDA device here; these checks need one (the CPU suite is runs/test.sh)" >&2
+    exit 2
+fi
+T0=$(date +%s)
+"$PY" -c "import torch; print(torch.cuda.get_device_name(), '| torch', torch.__version__)"
+
+# the pipeline in the background (its own base dir), the notebooks meanwhile: they share the GPU without trouble
+BASE="$(mktemp -d)"
+( NANOCHAT_BASE_DIR="$BASE" timeout 900 "$PY" -m nanochat.scripts.pipeline --scale=tiny --device-type=cuda \
+    > "$OUT/pipeline.log" 2>&1; echo $? > "$OUT/pipeline.rc" ) &
+PIPELINE=$!
+results=()
+for nb in $(grep -l '#| gpu' nbs/*.ipynb); do
+    name="$(basename "$nb" .ipynb)"
+    if timeout 600 "$PY" runs/nb_run.py --flags gpu --n_workers 1 --path "$nb" --out "$OUT/exec" \
+            > "$OUT/$name.log" 2>&1; then
+        results+=("PASS $name (#| gpu cells included)")
+    else
+        results+=("FAIL $name: see $OUT/$name.log")
+    fi
+done
+timeout 300 "$PY" bench/bench_sdpa_cuda.py > "$OUT/bench_sdpa_cuda.txt" 2>&1 \
+    && results+=("DONE bench_sdpa_cuda: $OUT/bench_sdpa_cuda.txt") \
+    || results+=("FAIL bench_sdpa_cuda: see $OUT/bench_sdpa_cuda.txt")
+wait "$PIPELINE"
+if [ "$(cat "$OUT/pipeline.rc")" = 0 ]; then
+    results+=("PASS tiny pipeline on CUDA: timings at the end of $OUT/pipeline.log")
+else
+    results+=("FAIL tiny pipeline on CUDA (exit $(cat "$OUT/pipeline.rc")): see $OUT/pipeline.log")
+fi
+cp -r "$BASE/report" "$OUT/" 2>/dev/null
+echo
+grep -A20 '^| stage' "$OUT/pipeline.log"
+echo
+printf '%s\n' "${results[@]}"
+echo "gpu_check: $(( $(date +%s) - T0 )) s"
+! printf '%s\n' "${results[@]}" | grep -q '^FAIL'
