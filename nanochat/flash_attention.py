@@ -198,8 +198,10 @@ _cudnn_shapes = set()  # the shapes given to cuDNN so far
 
 def _keep_cudnn(q, k, changing=False):
     "True where cuDNN may plan this call: a shape it planned before, or one of the first CUDNN_SHAPES_MAX"
+    if changing:
+        return False
     key = (tuple(q.shape), tuple(k.shape), q.dtype, q.requires_grad)
-    if changing or (key not in _cudnn_shapes and len(_cudnn_shapes) >= CUDNN_SHAPES_MAX):
+    if key not in _cudnn_shapes and len(_cudnn_shapes) >= CUDNN_SHAPES_MAX:
         return False
     _cudnn_shapes.add(key)
     return True
