@@ -6,6 +6,7 @@
     python bench/bench_train.py --bpb-only       # the val-bpb comparison only
     python bench/bench_train.py --corpus DIR     # any directory of FineWeb-format shards
     python bench/bench_train.py --mode compiled  # the compiled rows only (--mode eager: the eager rows only)
+    python bench/bench_train.py --profile        # where a d4 step's time goes: by phase, and its matmuls by shape
 
 What a CPU without AVX-512 and bf16 units gets, on one that has them (torch's kernels, oneDNN and MKL capped at
 AVX2; the bf16 probe then finds bf16 slow, so everything runs in fp32; inductor generates AVX2 code):
@@ -302,6 +303,65 @@ def not_finite(r):
     return f" | NOT FINITE: the training loss of {', '.join(bad)} (row invalid)" if bad else ""
 
 
+def matmul_flops(name, shapes):
+    "FLOPs of one matmul operator call from its input shapes (addmm/baddbmm: the product, not the sum), else 0"
+    if name not in ("aten::mm", "aten::bmm", "aten::addmm", "aten::addmm_", "aten::baddbmm"):
+        return 0
+    args = shapes[1:3] if name in ("aten::addmm", "aten::addmm_", "aten::baddbmm") else shapes[:2]
+    if len(args) < 2 or len(args[0]) < 2 or len(args[1]) < 2:
+        return 0
+    a, b = args
+    return 2 * a[-2] * a[-1] * b[-1] * (a[0] if len(a) == 3 else 1)
+
+
+def time_matmul_alone(name, shapes, reps=5, min_seconds=0.02):
+    "Seconds per call of the same operator on fresh contiguous operands of the same shapes (median of `reps` loops)"
+    args = [torch.randn(s) if s else 1.0 for s in shapes[:3]]
+    fn = {"aten::mm": lambda: torch.mm(*args[:2]), "aten::bmm": lambda: torch.bmm(*args[:2]),
+          "aten::addmm": lambda: torch.addmm(*args), "aten::addmm_": lambda: args[0].addmm_(*args[1:]),
+          "aten::baddbmm": lambda: torch.baddbmm(*args)}[name]
+    t0 = time.perf_counter()
+    fn()
+    calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6)))  # a loop long enough to time
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times)
+
+
+def matmul_shape_table(run, steps=3, top=12):
+    """The step's matmuls by operator and shape: calls, ms per step and GFLOP/s inside the step, next to the same
+    operator on fresh contiguous operands of those shapes timed alone: how much of the peak a matmul keeps in context"""
+    from torch.profiler import profile, ProfilerActivity
+    from nanochat.scripts.base_train import train_step
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(steps):
+            train_step(run)
+    agg = {}  # (op, shapes) -> [seconds, calls, flops]
+    for e in prof.events():
+        flops = matmul_flops(e.name, e.input_shapes)
+        if flops:
+            row = agg.setdefault((e.name, tuple(tuple(s) for s in e.input_shapes[:3])), [0.0, 0, 0])
+            row[0] += e.self_cpu_time_total / 1e6 / steps
+            row[1] += 1
+            row[2] += flops / steps
+    rows = sorted(agg.items(), key=lambda kv: -kv[1][0])
+    total_s = sum(v[0] for v in agg.values())
+    total_f = sum(v[2] for v in agg.values())
+    lines = ["| operator | operand shapes | calls per step | ms per step | GFLOP/s in the step | GFLOP/s alone |",
+             "|---|---|---|---|---|---|"]
+    for (name, shapes), (sec, calls, flops) in rows[:top]:
+        alone = flops / (calls / steps) / time_matmul_alone(name, shapes)  # FLOPs per call / seconds per call
+        dims = " x ".join(str(list(s)) for s in shapes if s)
+        lines.append(f"| {name.removeprefix('aten::')} | {dims} | {calls // steps} | {1000 * sec:.1f} "
+                     f"| {flops / sec / 1e9:.0f} | {alone / 1e9:.0f} |")
+    lines.append(f"| all {len(agg)} shapes | | | {1000 * total_s:.1f} | {total_f / total_s / 1e9:.0f} | |")
+    return "\n".join(lines)
+
+
 def profile_table(depth=4, seq=256, steps=3):
     "base_train's per-phase profile (profile_steps) of a d4 eager step, as markdown rows"
     from nanochat.common import parse_config
@@ -330,6 +390,8 @@ def profile_table(depth=4, seq=256, steps=3):
                  f"{100 * ceiling:.0f}% | the profiled matmuls ran at {speed / 1e9:.0f} GFLOP/s "
                  f"({100 * speed / peak:.0f}% of the {name} peak, {peak / 1e9:.0f} measured at start) "
                  f"| MFU of the profiled step: {100 * mfu_flops / (total / 1000) / peak:.0f}%")
+    lines.append("\nThe step's matmuls by shape (the costliest), in the step and alone:\n")
+    lines.append(matmul_shape_table(run, steps))
     return "\n".join(lines)
 
 
@@ -339,7 +401,8 @@ def main():
     p.add_argument("--steps", type=int, default=30, help="steps per throughput measurement (the first 10 untimed)")
     p.add_argument("--bpb-steps", type=int, default=200, help="steps of the val-bpb comparison (0: skip)")
     p.add_argument("--eval-tokens", type=int, default=262144)
-    p.add_argument("--profile", action="store_true", help="only the per-phase profile of a d4 step, both sides")
+    p.add_argument("--profile", action="store_true",
+                   help="only the profile of a d4 step, both sides: by phase, and its matmuls by shape")
     p.add_argument("--bpb-only", action="store_true", help="only the val-bpb comparison")
     p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     p.add_argument("--mode", choices=("all", "eager", "compiled"), default="all", help="which throughput rows")
