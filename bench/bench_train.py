@@ -334,7 +334,9 @@ def time_matmul_alone(name, shapes, reps=5, min_seconds=0.02):
 
 def matmul_shape_table(run, steps=3, top=12):
     """The step's matmuls by operator and shape: calls, ms per step and GFLOP/s inside the step, next to the same
-    operator on fresh contiguous operands of those shapes timed alone: how much of the peak a matmul keeps in context"""
+    operator on fresh contiguous operands of those shapes timed alone: how much of the peak a matmul keeps in context.
+    In the step an operator's own time is counted (under the profiler), so a baddbmm's copy of its input, a separate
+    operator, is left out there; alone, the whole call is timed"""
     from torch.profiler import profile, ProfilerActivity
     from nanochat.scripts.base_train import train_step
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
