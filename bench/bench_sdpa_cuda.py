@@ -121,10 +121,10 @@ def main():
     rng = random.Random(0)
     lo, hi, B, H, D = (16, 256, 2, 2, 32) if small else (100, 1024, 8, 6, 128)
     seen = set()
+    assert hi - lo + 1 >= 3 * 40, "the widths range must hold 40 new widths for each variant"
     for label, ctx in (("without cuDNN", lambda: sdpa_kernel(fa._PLANLESS)), ("project's rule", contextlib.nullcontext),
                        ("PyTorch's choice", pytorch_choice)):
         widths = []
-        assert hi - lo + 1 >= 3 * 40, "the widths range must hold 40 new widths for each variant"
         while len(widths) < 40:  # widths no earlier variant used: every variant starts without plans
             w = rng.randint(lo, hi)
             if w not in seen:

@@ -303,31 +303,35 @@ def not_finite(r):
     return f" | NOT FINITE: the training loss of {', '.join(bad)} (row invalid)" if bad else ""
 
 
+# the matmul operators the profiler names: which of their inputs are the two factors, and the operator itself
+MATMULS = {"aten::mm": (slice(0, 2), torch.mm), "aten::bmm": (slice(0, 2), torch.bmm),
+           "aten::addmm": (slice(1, 3), torch.addmm), "aten::addmm_": (slice(1, 3), torch.Tensor.addmm_),
+           "aten::baddbmm": (slice(1, 3), torch.baddbmm)}
+
+
 def matmul_flops(name, shapes):
     "FLOPs of one matmul operator call from its input shapes (addmm/baddbmm: the product, not the sum), else 0"
-    if name not in ("aten::mm", "aten::bmm", "aten::addmm", "aten::addmm_", "aten::baddbmm"):
+    if name not in MATMULS:
         return 0
-    args = shapes[1:3] if name in ("aten::addmm", "aten::addmm_", "aten::baddbmm") else shapes[:2]
-    if len(args) < 2 or len(args[0]) < 2 or len(args[1]) < 2:
+    factors = shapes[MATMULS[name][0]]
+    if len(factors) < 2 or len(factors[0]) < 2 or len(factors[1]) < 2:
         return 0
-    a, b = args
+    a, b = factors
     return 2 * a[-2] * a[-1] * b[-1] * (a[0] if len(a) == 3 else 1)
 
 
 def time_matmul_alone(name, shapes, reps=5, min_seconds=0.02):
     "Seconds per call of the same operator on fresh contiguous operands of the same shapes (median of `reps` loops)"
-    args = [torch.randn(s) if s else 1.0 for s in shapes[:3]]
-    fn = {"aten::mm": lambda: torch.mm(*args[:2]), "aten::bmm": lambda: torch.bmm(*args[:2]),
-          "aten::addmm": lambda: torch.addmm(*args), "aten::addmm_": lambda: args[0].addmm_(*args[1:]),
-          "aten::baddbmm": lambda: torch.baddbmm(*args)}[name]
+    factors, op = MATMULS[name]
+    args = [torch.randn(s) for s in shapes[:factors.stop]]
     t0 = time.perf_counter()
-    fn()
+    op(*args)
     calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6)))  # a loop long enough to time
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         for _ in range(calls):
-            fn()
+            op(*args)
         times.append((time.perf_counter() - t0) / calls)
     return statistics.median(times)
 
