@@ -107,7 +107,7 @@ def step_table(configs, steps):
             r = bench_train.measure_interleaved(use, labels, depth, seq, steps, compile_=comp, window=window)
             n, q = r["nanochat attention"], r["project"]
             dtype = str(q["run"].train_dtype).removeprefix("torch.")
-            rows.append((depth, seq, window, comp, dtype, n["tok_s"], q["tok_s"], bench_train.not_finite(r)))
+            rows.append((depth, seq, window, comp, dtype, n["tok_s"], q["tok_s"], bench_train.row_notes(r)))
             print(f"d{depth} seq {seq} window {window:4s} {'compiled' if comp else 'eager':8s} ({dtype}): nanochat's "
                   f"attention {n['tok_s']:7,.0f} tok/s | project {q['tok_s']:7,.0f} tok/s | "
                   f"{q['tok_s'] / n['tok_s']:.2f}x{rows[-1][-1]}", flush=True)

@@ -37,10 +37,12 @@ optimizers), once as this project ships it and once with nanochat's step structu
   is bf16 on both sides on such a CPU (nanochat casts it to bf16 everywhere) and fp32 on both sides otherwise.
 AdamW is torch's fused kernel on both sides (nanochat's own compiled AdamW step is not rebuilt here).
 
-Eager rows interleave the two sides step by step in one process (the machine's speed drifts over minutes; taking
-turns cancels that), and where the project trains in bf16 they add a third run, the project in fp32, so the table
-shows what the code gains and what the precision gains; compiled rows run whole runs in the order nanochat, project, project, nanochat and keep each
-side's faster run (a compiled graph belongs to one side's code, and one run alone swings 20-30% on a busy machine).
+Every row interleaves the two sides step by step in one process (the machine's speed drifts over minutes, and one
+compiled run alone swung 20-30% between processes on a busy machine; taking turns cancels that), and where the project
+trains in bf16 it adds a third run, the project in fp32, so the table shows what the code gains and what the
+precision gains. Compiled rows too: both sides' graphs live in the process at once, and dynamo's guards on the
+swapped functions (`GPT.forward`, `_quintic_iteration`, ...) pick each side's graph at every call, so after each
+side's first steps nothing compiles again (a row says so if something did during the timed steps).
 Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
@@ -260,9 +262,13 @@ def variants():
 def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="L"):
     """Runs that live in one process and take turns step by step (who goes first rotates), so a machine that speeds
     up or slows down over time hits them alike. `use(label, reset)` switches the process to a label's code: before
-    its run is set up (reset=True) and before each of its steps. Median step time after WARMUP steps."""
+    its run is set up (reset=True) and before each of its steps. Median step time after WARMUP steps. With
+    `compile_`, each run compiles in its first steps and keeps its graphs: the swapped functions are guarded, so a
+    call finds its own side's graph."""
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, setup, train_step
+    from torch._dynamo.utils import counters
+    torch._dynamo.config.recompile_limit = 64  # one Muon graph per (side, matrix shape): more than the default 8
     runs, times, losses = {}, {}, {}
     for label in labels:
         use(label, True)
@@ -270,7 +276,10 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
         runs[label] = setup(parse_config(TrainConfig, train_flags(depth, seq, compile_, steps, tag, window)))
         times[label] = []
     order = list(labels)
+    graphs = counters["stats"]["unique_graphs"]
     for step in range(steps):
+        if step == WARMUP:
+            graphs = counters["stats"]["unique_graphs"]  # compiled so far: each side's graphs, in its first steps
         for label in order[step % len(order):] + order[:step % len(order)]:
             use(label, False)
             t0 = time.perf_counter()
@@ -280,7 +289,8 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
     out = {}
     for name, run in runs.items():
         tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
-        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name])
+        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name],
+                         recompiled=counters["stats"]["unique_graphs"] - graphs)
     return out
 
 
@@ -297,10 +307,13 @@ def measure(depth, seq, compile_, steps, extra=()):
     return dict(tok_s=tok_s, mfu=mfu(run, tok_s), wall=time.time() - t0, run=run, loss=run.state.smooth_train_loss)
 
 
-def not_finite(r):
-    "A row's note naming the runs whose training loss is not finite (their speed means nothing), else ''"
+def row_notes(r):
+    """A row's note naming the runs whose training loss is not finite (their speed means nothing), and saying when
+    something compiled during the timed steps (those steps include compile time), else ''"""
     bad = [name for name, m in r.items() if not torch.isfinite(torch.tensor(m["loss"]))]
-    return f" | NOT FINITE: the training loss of {', '.join(bad)} (row invalid)" if bad else ""
+    note = f" | NOT FINITE: the training loss of {', '.join(bad)} (row invalid)" if bad else ""
+    recompiled = max(m.get("recompiled", 0) for m in r.values())
+    return note + (f" | {recompiled} graph(s) compiled during the timed steps" if recompiled else "")
 
 
 # the matmul operators the profiler names: which of their inputs are the two factors, and the operator itself
@@ -438,27 +451,18 @@ def main():
     measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
     for depth, seq, comp in configs:
-        if not comp:
-            labels = variants()
+        labels = variants()
 
-            def use(label, reset):
-                side.use(labels[label][0], reset=reset, dtype=labels[label][1])
-            r = measure_interleaved(use, labels, depth, seq, args.steps)
-            side.use("project")
-        else:  # a compiled graph belongs to one side's code: whole runs in the order ABBA, each side's faster one
-            r = {}
-            for name in ("nanochat", "project", "project", "nanochat"):
-                side.use(name)
-                m = measure(depth, seq, comp, args.steps)
-                if name not in r or m["tok_s"] > r[name]["tok_s"]:
-                    r[name] = m
-            side.use("project")
+        def use(label, reset):
+            side.use(labels[label][0], reset=reset, dtype=labels[label][1])
+        r = measure_interleaved(use, labels, depth, seq, args.steps, compile_=comp)
+        side.use("project")
         rows.append((depth, seq, comp, r))
         n, q = r["nanochat"], r["project"]
         f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x{f32}{not_finite(r)}", flush=True)
+              f"| {q['tok_s'] / n['tok_s']:.2f}x{f32}{row_notes(r)}", flush=True)
         for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
             PEAKS[dtype] = max(PEAKS[dtype], peak)
     print("\nMFU against the highest matmul peak measured in this run in the dtype each side trains in: "
@@ -475,7 +479,7 @@ def main():
                if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
               f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |"
-              + not_finite(r))
+              + row_notes(r))
     if args.quick or args.bpb_steps <= 0:
         return
     compare_bpb(side, args.bpb_steps, args.eval_tokens)
