@@ -42,7 +42,8 @@ compiled run alone swung 20-30% between processes on a busy machine; taking turn
 trains in bf16 it adds a third run, the project in fp32, so the table shows what the code gains and what the
 precision gains. Compiled rows too: both sides' graphs live in the process at once, and dynamo's guards on the
 swapped functions (`GPT.forward`, `_quintic_iteration`, ...) pick each side's graph at every call, so after each
-side's first steps nothing compiles again (a row says so if something did during the timed steps).
+side's first steps nothing compiles again (a row says so if something did during the timed steps, and marks itself
+invalid if a side compiled no graph of its own, i.e. ran the other side's).
 Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
@@ -277,20 +278,25 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
         times[label] = []
     order = list(labels)
     graphs = counters["stats"]["unique_graphs"]
+    own_graphs = {}  # graphs each run compiled in its first step: none would mean it ran another run's graphs
     for step in range(steps):
         if step == WARMUP:
             graphs = counters["stats"]["unique_graphs"]  # compiled so far: each side's graphs, in its first steps
         for label in order[step % len(order):] + order[:step % len(order)]:
             use(label, False)
+            before = counters["stats"]["unique_graphs"]
             t0 = time.perf_counter()
             losses[label] = train_step(runs[label])[0]
             times[label].append(time.perf_counter() - t0)
             runs[label].state.step += 1
+            if step == 0:
+                own_graphs[label] = counters["stats"]["unique_graphs"] - before
     out = {}
     for name, run in runs.items():
         tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
         out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name],
-                         recompiled=counters["stats"]["unique_graphs"] - graphs)
+                         recompiled=counters["stats"]["unique_graphs"] - graphs,
+                         shared_graphs=compile_ and own_graphs.get(name, 0) == 0)
     return out
 
 
@@ -308,10 +314,13 @@ def measure(depth, seq, compile_, steps, extra=()):
 
 
 def row_notes(r):
-    """A row's note naming the runs whose training loss is not finite (their speed means nothing), and saying when
-    something compiled during the timed steps (those steps include compile time), else ''"""
+    """A row's note naming the runs whose training loss is not finite (their speed means nothing) or that compiled
+    nothing of their own (they ran another run's graphs), and saying when something compiled during the timed steps
+    (those steps include compile time), else ''"""
     bad = [name for name, m in r.items() if not torch.isfinite(torch.tensor(m["loss"]))]
     note = f" | NOT FINITE: the training loss of {', '.join(bad)} (row invalid)" if bad else ""
+    shared = [name for name, m in r.items() if m.get("shared_graphs")]
+    note += f" | {', '.join(shared)} compiled no graph of its own (row invalid)" if shared else ""
     recompiled = max(m.get("recompiled", 0) for m in r.values())
     return note + (f" | {recompiled} graph(s) compiled during the timed steps" if recompiled else "")
 
