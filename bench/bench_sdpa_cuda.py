@@ -46,6 +46,11 @@ def pytorch_choice():
         fa._sdpa_kernels = saved
 
 
+def planless():
+    "SDPA without cuDNN: the flash, memory-efficient or math kernels, which need no plan"
+    return sdpa_kernel(fa._PLANLESS)
+
+
 def decode_ms_per_token(model, device, dtype, problems=8, new_tokens=48):
     "Eager KV-cache decoding: ms per token over `problems` prompts of 40, 43, ... tokens (argmax, read on the host)"
     cfg = model.config
@@ -105,7 +110,7 @@ def main():
     shapes = [(2, 128, 4, 64)] if small else [(32, 2048, 10, 128), (16, 2048, 6, 128), (8, 512, 4, 64)]
     for shape in shapes:
         row = []
-        for ctx in (pytorch_choice, lambda: sdpa_kernel(fa._PLANLESS)):
+        for ctx in (pytorch_choice, planless):
             with ctx():
                 for _ in range(2):
                     attention_fwd_bwd(*shape, device, dtype)  # plans built, kernels loaded
@@ -122,7 +127,7 @@ def main():
     lo, hi, B, H, D = (16, 256, 2, 2, 32) if small else (100, 1024, 8, 6, 128)
     seen = set()
     assert hi - lo + 1 >= 3 * 40, "the widths range must hold 40 new widths for each variant"
-    for label, ctx in (("without cuDNN", lambda: sdpa_kernel(fa._PLANLESS)), ("project's rule", contextlib.nullcontext),
+    for label, ctx in (("without cuDNN", planless), ("project's rule", contextlib.nullcontext),
                        ("PyTorch's choice", pytorch_choice)):
         widths = []
         while len(widths) < 40:  # widths no earlier variant used: every variant starts without plans
