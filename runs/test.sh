@@ -7,6 +7,7 @@
 #   gate 6: no notebook imports from a notebook numbered after it (runs/check_deps.py)
 #   gate 7: JupyterLab as a learner meets it: Restart Kernel and Run All Cells on 12_engine (runs/lab_check.py)
 #   gate 8: exported code reads like nanochat: one statement per line, no line over 120, no unused import (runs/lint.py)
+#   gate 9: on a CPU with bf16 matrix units, the notebooks whose code branches on them again, as on a laptop without
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash runs/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -46,6 +47,28 @@ if [ $rc -ne 0 ] && [ "$nb_failed" -eq 0 ]; then nb_failed=1; fi
 passed=$((passed + nbs - nb_failed)); failed=$((failed + nb_failed))
 [ "$nb_failed" -gt 0 ] && failures+=("$nb_failed notebook(s)")
 echo "nbdev_test: $((nbs - nb_failed))/$nbs notebooks passed in $(( $(date +%s) - t0 )) s"
+
+# gate 9: a CPU with bf16 matrix units (AMX, AVX512-BF16) trains and orthogonalizes in bf16 (00_common's probe), so
+# the notebooks above took the bf16 paths there; most laptops have no such units and take the fp32 ones (the fused
+# loss's in-place addmm_, Muon's Gram iteration, SDPA for short training sequences). Those notebooks run again with
+# torch's kernels capped at AVX2, which makes this CPU one of those laptops (its own inductor cache: kernels built for
+# another vector width must not be shared). Elsewhere the run above already took the fp32 paths.
+FP32_NBS='^(00_common|04_attention|05_gpt|06_optim|12_engine|24_base_train)\.ipynb$'
+if python -c "from nanochat.common import cpu_bf16_matmul_is_fast as f; exit(0 if f() else 1)" 2>/dev/null; then
+  capped="ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2"
+  capped="$capped TORCHINDUCTOR_CACHE_DIR=$(mktemp -d /tmp/inductor_avx2_XXXX)"
+  t0=$(date +%s)
+  if ! env $capped python -c "from nanochat.common import cpu_bf16_matmul_is_fast as f; exit(1 if f() else 0)"; then
+    bad "fp32 paths: capping the kernels at AVX2 did not make bf16 slow here, so the gate cannot take them"
+  elif env $capped nbdev_test --path nbs --file_re "$FP32_NBS" --n_workers ${NBDEV_WORKERS:-2} > /tmp/nbdev_fp32.log 2>&1; then
+    ok "fp32 paths: 00, 04, 05, 06, 12, 24 pass with the kernels capped at AVX2 ($(( $(date +%s) - t0 )) s)"
+  else
+    grep -v '^USDT' /tmp/nbdev_fp32.log | tail -n 40
+    bad "fp32 paths: notebooks fail with the kernels capped at AVX2 (as on a CPU without bf16 units)"
+  fi
+else
+  echo "SKIP: fp32 paths: this CPU has no fast bf16 matmul, so the notebooks above already took them"
+fi
 
 python runs/lab_check.py && ok "JupyterLab: Restart Kernel and Run All Cells on 12_engine" || bad "JupyterLab run-all check (runs/lab_check.py)"
 

@@ -519,12 +519,19 @@ def profile_steps(run, steps=3):
     return table
 
 # %% ../../nbs/24_base_train.ipynb #f1b798b7
+def _addmm_inplace_flop(self_shape, a_shape, b_shape, *args, out_shape=None, **kwargs):
+    "FLOPs of `input.addmm_(a, b)`: those of `a @ b`"
+    m, k = a_shape
+    n = b_shape[-1]
+    return 2 * m * k * n
+
 def count_step_flops(run):
     """Matmul FLOPs of one training step, which it takes: `{'model': the model's weights, forward and backward,
     'attention': the attention's own matmuls where they are plain bmm (04_attention's CPU blocks; SDPA's kernels are
     not counted), 'optimizer': the rest}`"""
     from torch.utils.flop_counter import FlopCounterMode
-    with FlopCounterMode(display=False) as counter:
+    # FlopCounterMode knows addmm but not its in-place form, which the fused loss uses in fp32 to sum lm_head's gradient
+    with FlopCounterMode(display=False, custom_mapping={torch.ops.aten.addmm_: _addmm_inplace_flop}) as counter:
         train_step(run)
     counts = counter.get_flop_counts()
     total = sum(counts['Global'].values())
