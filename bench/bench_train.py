@@ -46,7 +46,8 @@ side's first steps nothing compiles again (a row says so if something did during
 invalid if a side compiled no graph of its own, i.e. ran the other side's).
 Setup: a corpus built by the project's own offline builder (`nanochat.dataset.ensure_data`), a vocab-4096 BPE
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
-defaults otherwise. Speed is the median step after warm-up; MFU is model FLOPs per token (6N + attention) x tokens/s
+defaults otherwise. Speed is the median step after warm-up (the speed-up also shows the quartiles of the
+ratios of the steps the sides took one after the other); MFU is model FLOPs per token (6N + attention) x tokens/s
 over the matmul peak of the dtype the side trains in: in the final table, the highest of the peaks measured at start
 and after every row (a peak measured while the machine is busy comes out low). The val-bpb rows train 200 steps (d4,
 seq 256, eager) from the same seed on each side, and on the project in fp32 too where it trains in bf16, and compare
@@ -294,10 +295,18 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
     out = {}
     for name, run in runs.items():
         tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
-        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name],
+        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name], times=times[name][WARMUP:],
                          recompiled=counters["stats"]["unique_graphs"] - graphs,
                          shared_graphs=compile_ and own_graphs.get(name, 0) == 0)
     return out
+
+
+def speed_up(r):
+    """The project's speed-up in a row: nanochat's median step over the project's, and in brackets the middle half
+    (quartiles) of the step-by-step ratios of the steps the two took one after the other: how far to trust it"""
+    ratios = [n / p for n, p in zip(r["nanochat"]["times"], r["project"]["times"])]
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return f"{r['project']['tok_s'] / r['nanochat']['tok_s']:.2f}x ({low:.2f}-{high:.2f})"
 
 
 def measure(depth, seq, compile_, steps, extra=()):
@@ -471,13 +480,14 @@ def main():
         f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x{f32}{row_notes(r)}", flush=True)
+              f"| {speed_up(r)}{f32}{row_notes(r)}", flush=True)
         for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
             PEAKS[dtype] = max(PEAKS[dtype], peak)
     print("\nMFU against the highest matmul peak measured in this run in the dtype each side trains in: "
           + ", ".join(f"{str(d).removeprefix('torch.')} {p / 1e9:.0f} GFLOP/s" for d, p in PEAKS.items()))
     dtypes = {name: str(r["run"].train_dtype).removeprefix("torch.") for name, r in rows[0][3].items()}
     print(f"(nanochat trains in {dtypes['nanochat']} on a CPU; the project here in {dtypes['project']})")
+    print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios)")
     print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project "
           "| project in fp32: tok/s, speed-up |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -487,7 +497,7 @@ def main():
         f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x"
                if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
-              f"| {q['tok_s'] / n['tok_s']:.2f}x | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |"
+              f"| {speed_up(r)} | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |"
               + row_notes(r))
     if args.quick or args.bpb_steps <= 0:
         return
