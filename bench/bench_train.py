@@ -294,8 +294,9 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
                 own_graphs[label] = counters["stats"]["unique_graphs"] - before
     out = {}
     for name, run in runs.items():
-        tok_s = 8 * seq / statistics.median(times[name][WARMUP:])
-        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name], times=times[name][WARMUP:],
+        timed = times[name][WARMUP:]
+        tok_s = 8 * seq / statistics.median(timed)
+        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name], times=timed,
                          recompiled=counters["stats"]["unique_graphs"] - graphs,
                          shared_graphs=compile_ and own_graphs.get(name, 0) == 0)
     return out

@@ -54,11 +54,12 @@ echo "nbdev_test: $((nbs - nb_failed))/$nbs notebooks passed in $(( $(date +%s) 
 # torch's kernels capped at AVX2, which makes this CPU one of those laptops (its own inductor cache: kernels built for
 # another vector width must not be shared). Elsewhere the run above already took the fp32 paths.
 FP32_NBS='^(00_common|04_attention|05_gpt|06_optim|12_engine|24_base_train)\.ipynb$'
-if python -c "from nanochat.common import cpu_bf16_matmul_is_fast as f; exit(0 if f() else 1)" 2>/dev/null; then
+bf16_fast() { python -c "from nanochat.common import cpu_bf16_matmul_is_fast as f; exit(0 if f() else 1)"; }
+if bf16_fast 2>/dev/null; then
   capped="ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2"
   capped="$capped TORCHINDUCTOR_CACHE_DIR=$(mktemp -d /tmp/inductor_avx2_XXXX)"
   t0=$(date +%s)
-  if ! env $capped python -c "from nanochat.common import cpu_bf16_matmul_is_fast as f; exit(1 if f() else 0)"; then
+  if (export $capped; bf16_fast); then
     echo "SKIP: fp32 paths: capping the kernels at AVX2 did not make bf16 slow on this CPU, so they cannot be taken"
   elif env $capped nbdev_test --path nbs --file_re "$FP32_NBS" --n_workers ${NBDEV_WORKERS:-2} > /tmp/nbdev_fp32.log 2>&1; then
     ok "fp32 paths: 00, 04, 05, 06, 12, 24 pass with the kernels capped at AVX2 ($(( $(date +%s) - t0 )) s)"
