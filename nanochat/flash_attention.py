@@ -118,10 +118,15 @@ class BlockedAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, left, block):
         T = q.size(1)
         acc = torch.promote_types(q.dtype, torch.float32) # the softmax in fp32 at least, also for bf16 inputs
+        # eagerly, the work is done in place where it can be; inside torch.compile the plain forms below fuse better
+        eager = not torch.compiler.is_compiling()
         ys, probs = [], []
         for start, end, first in _query_blocks(T, left, block):
             scores = torch.bmm(q[:, start:end], k[:, first:end].mT) # (N, end - start, end - first)
-            scores = torch.where(_mask(end - start, end - first, left, 0, q.device), scores, float('-inf'))
+            if left < 0 and eager: # first = 0: every key before the block is visible, only its own tile is masked
+                scores[:, :, start:].masked_fill_(~_mask(end - start, end - start, -1, 0, q.device), float('-inf'))
+            else:
+                scores = torch.where(_mask(end - start, end - first, left, 0, q.device), scores, float('-inf'))
             p = scores.softmax(-1, dtype=acc).to(q.dtype)
             ys.append(torch.bmm(p, v[:, first:end])) # (N, end - start, D)
             probs.append(p)
@@ -129,6 +134,7 @@ class BlockedAttention(torch.autograd.Function):
         ctx.save_for_backward(q, k, v, y, *probs)
         ctx.left = left
         ctx.block = block
+        ctx.eager = eager
         return y
 
     @staticmethod
@@ -143,11 +149,17 @@ class BlockedAttention(torch.autograd.Function):
         dv = torch.zeros_like(v)
         # the softmax's backward, dS = P * (dP - rowsum(P * dP)), where rowsum(P * dP) = rowsum(Y * dY): one pass
         rowsum = (dy.to(acc) * y.to(acc)).sum(-1, keepdim=True) # (N, T, 1)
+        in_place = ctx.eager and q.dtype == acc # eagerly in fp32 (or fp64): see below
         for p, (start, end, first) in zip(probs, _query_blocks(T, left, block)): # p: (N, end - start, end - first)
             dp = torch.bmm(dy[:, start:end], v[:, first:end].mT)
-            ds = (p.to(acc) * (dp.to(acc) - rowsum[:, start:end])).to(q.dtype) # masked keys have p = 0
-            dv[:, first:end].baddbmm_(p.mT, dy[:, start:end])
-            dk[:, first:end].baddbmm_(ds.mT, q[:, start:end])
+            if in_place: # no new (N, end - start, end - first) buffers; baddbmm_ into a slice of dv would run as one
+                ds = dp.sub_(rowsum[:, start:end]).mul_(p) # small addmm_ per matrix, so a bmm is added instead
+                dv[:, first:end] += torch.bmm(p.mT, dy[:, start:end])
+                dk[:, first:end] += torch.bmm(ds.mT, q[:, start:end])
+            else: # masked keys have p = 0; bf16 products are summed in fp32 and rounded once
+                ds = (p.to(acc) * (dp.to(acc) - rowsum[:, start:end])).to(q.dtype)
+                dv[:, first:end].baddbmm_(p.mT, dy[:, start:end])
+                dk[:, first:end].baddbmm_(ds.mT, q[:, start:end])
             dqs.append(torch.bmm(ds, k[:, first:end]))
         return torch.cat(dqs, dim=1), dk, dv, None, None
 
