@@ -103,8 +103,10 @@ def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the probe is about the hardware, not about thread scheduling
     try:
+        # its own generator: the first call comes between compute_init's seed and the model's init, and must not move it
+        g = torch.Generator().manual_seed(0)
         def best(dtype):
-            a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+            a, b = torch.randn(n, n, generator=g).to(dtype), torch.randn(n, n, generator=g).to(dtype)
             a @ b  # warm up
             t = float('inf')
             for _ in range(3):
@@ -335,7 +337,8 @@ def get_wandb(run='dummy', master_process=True, **init_kwargs):
 # %% ../nbs/00_common.ipynb #8c87c5f1
 def measure_matmul_flops(n=1024, dtype=torch.float32, device='cpu', iters=5):
     "Measured matmul throughput (FLOP/s) for `n x n` matrices, best of `iters`: the peak used for CPU MFU"
-    a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
+    g = torch.Generator().manual_seed(0)  # not the global one: measuring must not change what a seeded run draws
+    a, b = (torch.randn(n, n, generator=g).to(device=device, dtype=dtype) for _ in range(2))
     sync = torch.cuda.synchronize if torch.device(device).type == 'cuda' else (lambda: None)
     a @ b
     sync()  # warm up
