@@ -152,11 +152,12 @@ class BlockedAttention(torch.autograd.Function):
         in_place = ctx.eager and q.dtype == acc # eagerly in fp32 (or fp64): see below
         for p, (start, end, first) in zip(probs, _query_blocks(T, left, block)): # p: (N, end - start, end - first)
             dp = torch.bmm(dy[:, start:end], v[:, first:end].mT)
-            if in_place: # no new (N, end - start, end - first) buffers; baddbmm_ into a slice of dv would run as one
-                ds = dp.sub_(rowsum[:, start:end]).mul_(p) # small addmm_ per matrix, so a bmm is added instead
+            if in_place: # dS without new (N, end - start, end - first) buffers; masked keys have p = 0, so dS = 0
+                ds = dp.sub_(rowsum[:, start:end]).mul_(p)
+                # baddbmm_ into a slice of dv would run as one small addmm_ per matrix: add a bmm to the slice instead
                 dv[:, first:end] += torch.bmm(p.mT, dy[:, start:end])
                 dk[:, first:end] += torch.bmm(ds.mT, q[:, start:end])
-            else: # masked keys have p = 0; bf16 products are summed in fp32 and rounded once
+            else: # compiled (inductor fuses these forms better) or bf16 (baddbmm_ sums in fp32 and rounds once)
                 ds = (p.to(acc) * (dp.to(acc) - rowsum[:, start:end])).to(q.dtype)
                 dv[:, first:end].baddbmm_(p.mT, dy[:, start:end])
                 dk[:, first:end].baddbmm_(ds.mT, q[:, start:end])
