@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .common import print0
+from .common import print0, freed_memory_kept
 
 # %% ../nbs/04_attention.ipynb #ab5bcc88
 FA3_REPO = 'varunneal/flash-attention-3'
@@ -196,7 +196,9 @@ def _sdpa_attention(q, k, v, causal, window_size):
         low_precision = dtype in (torch.bfloat16, torch.float16)  # SDPA's CPU kernel is no faster there
         differentiated = torch.is_grad_enabled() and q.requires_grad
         compiled_training = torch.compiler.is_compiling() and differentiated  # inductor fuses the blocks
-        long_training = differentiated and Tk >= 512  # SDPA's CPU backward is the slow half at 512 tokens and more
+        # SDPA's CPU backward is the slow half at 512 tokens and more; at 256 the blocks pay only where freed memory
+        # is kept (common.keep_freed_memory): otherwise the probabilities they keep are fresh pages every step
+        long_training = differentiated and Tk >= (256 if freed_memory_kept() else 512)
         pays = low_precision or left >= 0 or compiled_training or long_training  # measured: see the tables above
         if pays and q.size(0) * q.size(1) * Tq * span <= CPU_SCORES_MAX:
             return _blocked_attention(q, k, v, left, dtype)
