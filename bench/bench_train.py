@@ -476,7 +476,7 @@ def main():
         side.use("project")
         return
     if args.bpb_only:
-        return compare_bpb(side, args.bpb_steps, args.eval_tokens, seeds(args.bpb_seeds))
+        return compare_bpb(side, args.bpb_steps, args.eval_tokens, bpb_seeds(args.bpb_seeds))
     measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
     for depth, seq, comp in configs:
@@ -512,7 +512,7 @@ def main():
               + row_notes(r))
     if args.quick or args.bpb_steps <= 0:
         return
-    compare_bpb(side, args.bpb_steps, args.eval_tokens, seeds(args.bpb_seeds))
+    compare_bpb(side, args.bpb_steps, args.eval_tokens, bpb_seeds(args.bpb_seeds))
 
 
 @contextlib.contextmanager
@@ -533,7 +533,7 @@ def init_seed(seed):
         common.compute_init = real
 
 
-def seeds(n):
+def bpb_seeds(n):
     "The first `n` seeds: BPB_SEEDS, then 3, 4, ..."
     return (BPB_SEEDS + tuple(range(3, 3 + n)))[:n]
 
