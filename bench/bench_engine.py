@@ -36,6 +36,7 @@ specialised to the thread count they were compiled for, so each row compiles its
 wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
 """
 import argparse
+import contextlib
 import os
 import time
 
@@ -77,8 +78,25 @@ def ref_sample(logits, rng, temperature=1.0, top_k=None):
     return torch.multinomial(F.softmax(logits / temperature, dim=-1), num_samples=1, generator=rng)
 
 
+@contextlib.contextmanager
+def nanochat_linear():
+    "nanochat's nn.Linear, the BLAS for every product (the project's Linear may call oneDNN: 00_common)"
+    import nanochat.gpt as gpt
+    forward = gpt.Linear.forward
+    gpt.Linear.forward = torch.nn.Linear.forward
+    try:
+        yield
+    finally:
+        gpt.Linear.forward = forward
+
+
 @torch.inference_mode()
 def reference_generate(engine, tokens, num_samples, max_tokens, temperature, top_k, seed=42):
+    with nanochat_linear():
+        yield from _reference_generate(engine, tokens, num_samples, max_tokens, temperature, top_k, seed)
+
+
+def _reference_generate(engine, tokens, num_samples, max_tokens, temperature, top_k, seed=42):
     model, device = engine.model, engine.model.get_device()
     rng = torch.Generator(device=device); rng.manual_seed(seed)
     kv = engine.kv_cache_kwargs()

@@ -31,6 +31,9 @@ optimizers), once as this project ships it and once with nanochat's step structu
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
   the matmul with `baddbmm`, and on a CPU multiplies three of the four half-size blocks of the products known to be
   symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's);
+- the linear layers: nanochat's `nn.Linear`, whose fp32 products on a CPU go to torch's BLAS (MKL); the project's
+  `Linear` calls oneDNN instead where common's probe finds it faster (`cpu_matmul_backend`), and so do the fused
+  loss's logits and input gradient;
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
   the project compiles it when `--compile=1`); eager mode compiles nothing on either side;
 - precision: nanochat trains in fp32 on every CPU (autocast only on CUDA); the project trains under bf16 autocast
@@ -52,7 +55,7 @@ Setup: a corpus built by the project's own offline builder (`nanochat.dataset.en
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up (the speed-up also shows the quartiles of the
 ratios of the steps the sides took one after the other); MFU is model FLOPs per token (6N + attention) x tokens/s
-over the matmul peak of the dtype the side trains in: in the final table, the highest of the peaks measured at start
+over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN): in the final table, the highest of the peaks measured at start
 and after every row (a peak measured while the machine is busy comes out low). The val-bpb rows train 200 steps (d4,
 seq 256, eager) on each side, and on the project in fp32 too where it trains in bf16, from each of three seeds (the
 same data), and compare the means. How much one run can tell: scaling the fused loss's dL/dx by (1 + 2^-22), a
@@ -72,7 +75,7 @@ CORPUS = os.path.join(tempfile.gettempdir(), "nanochat_bench_local_corpus")
 
 def cpu_report():
     "One line: CPU model, the SIMD / matrix features torch can use, torch's kernel level, threads, bf16 probe"
-    from nanochat.common import cpu_bf16_matmul_is_fast
+    from nanochat.common import cpu_bf16_matmul_is_fast, cpu_matmul_backend
     model, flags = "unknown CPU", set()
     if os.path.exists("/proc/cpuinfo"):
         text = open("/proc/cpuinfo").read()
@@ -85,7 +88,8 @@ def cpu_report():
     level = torch.backends.cpu.get_cpu_capability()
     fast = cpu_bf16_matmul_is_fast()
     return (f"{model} | features: {' '.join(found)} | torch kernels: {level} | {torch.get_num_threads()} threads "
-            f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'}")
+            f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'} "
+            f"| fp32 matmuls: {cpu_matmul_backend()}")
 
 
 def check_inductor_cache():
@@ -221,11 +225,12 @@ class Side:
         import nanochat.gpt as gpt, nanochat.optim as optim, nanochat.flash_attention as attention
         self.gpt, self.optim, self.attention = gpt, optim, attention
         self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, optim._quintic_iteration,
-                        attention._sdpa_attention)
+                        attention._sdpa_attention, gpt.Linear.forward)
 
     def use(self, side, reset=True, dtype=None):
-        forward, mlp_forward, norm, quintic, sdpa_attention = self.project if side == "project" else \
-            (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic, nanochat_sdpa_attention)
+        forward, mlp_forward, norm, quintic, sdpa_attention, linear_forward = self.project if side == "project" \
+            else (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic, nanochat_sdpa_attention,
+                  torch.nn.Linear.forward)  # nanochat's nn.Linear: the BLAS, whichever library is faster
         # nanochat trains in fp32 on every CPU; the project in bf16 where the probe finds bf16 units, or in `dtype`.
         # Read when a run is set up (StageRun.init_compute): it only matters for runs set up after this call.
         if side == "nanochat" or dtype is not None:
@@ -234,6 +239,7 @@ class Side:
             os.environ.pop("NANOCHAT_DTYPE", None)
         self.gpt.GPT.forward = forward
         self.gpt.MLP.forward = mlp_forward
+        self.gpt.Linear.forward = linear_forward
         self.gpt.norm = norm  # a module global: the blocks and attention look it up at each call
         self.optim._quintic_iteration = quintic
         self.attention._sdpa_attention = sdpa_attention  # a module global: flash_attn_func looks it up at each call
@@ -347,7 +353,8 @@ def row_notes(r):
 # the matmul operators the profiler names: which of their inputs are the two factors, and the operator itself
 MATMULS = {"aten::mm": (slice(0, 2), torch.mm), "aten::bmm": (slice(0, 2), torch.bmm),
            "aten::addmm": (slice(1, 3), torch.addmm), "aten::addmm_": (slice(1, 3), torch.Tensor.addmm_),
-           "aten::baddbmm": (slice(1, 3), torch.baddbmm)}
+           "aten::baddbmm": (slice(1, 3), torch.baddbmm),
+           "mkldnn::_linear_pointwise": (slice(0, 2), lambda x, w: torch.ops.nanochat.onednn_linear(x, w))}
 
 
 def matmul_flops(name, shapes):
@@ -358,7 +365,8 @@ def matmul_flops(name, shapes):
     if len(factors) < 2 or len(factors[0]) < 2 or len(factors[1]) < 2:
         return 0
     a, b = factors
-    return 2 * a[-2] * a[-1] * b[-1] * (a[0] if len(a) == 3 else 1)
+    n = b[-2] if name == "mkldnn::_linear_pointwise" else b[-1]  # oneDNN's weight is (out, in): x @ w.T
+    return 2 * a[-2] * a[-1] * n * (a[0] if len(a) == 3 else 1)
 
 
 def time_matmul_alone(name, shapes, reps=5, min_seconds=0.02):

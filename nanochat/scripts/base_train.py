@@ -475,7 +475,8 @@ if __name__ == "__main__" and not in_notebook():
 # %% ../../nbs/24_base_train.ipynb #f7391a0e
 PHASES = ("forward", "backward", "loader", "optimizer")
 OP_KINDS = ("matmul", "attention", "norm", "loss", "other ops")
-_MATMUL_OPS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::addmm_", "aten::baddbmm", "aten::addbmm", "aten::mv"}
+_MATMUL_OPS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::addmm_", "aten::baddbmm", "aten::addbmm", "aten::mv",
+               "mkldnn::_linear_pointwise"}  # the last: onednn_linear (00_common)
 
 def _op_kind(event):
     "What an operator's own time is spent on, from its name and the names of the calls around it"
