@@ -3,6 +3,7 @@
 # stages, bf16 under the precision policy) and bench/bench_sdpa_cuda.py, which the CPU test suite cannot reach. Logs
 # go to $OUT (default build/gpu_check/); the last lines say what passed. On an H200 (torch 2.11, offline, so SDPA
 # instead of FA3) it passed whole in 353 s: seven notebooks' gpu cells, the pipeline's 13 stages in 143 s.
+# On an H100 (torch 2.11) on 2026-11-26: all passed in 397 s, once ipywidgets was carried (12_engine imports it).
 #   bash runs/gpu_check.sh             # sets up .venv first, as the other run scripts do
 #   SETUP=0 bash runs/gpu_check.sh     # in an environment that already has the project's packages (PYTHON=python3)
 set -uo pipefail
@@ -15,6 +16,18 @@ OUT="${OUT:-build/gpu_check}"
 mkdir -p "$OUT"
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     echo "gpu_check: torch sees no CUDA device here; these checks need one (the CPU suite is runs/test.sh)" >&2
+    exit 2
+fi
+# every package the notebooks and the pipeline import, checked before any work: a machine without network (a lent
+# GPU node) gets them as wheels, and one left out used to surface as a notebook's failure minutes later
+missing=$("$PY" - <<'PYEOF'
+import importlib.util
+mods = ["execnb", "nbdev", "fastcore", "ipywidgets", "matplotlib", "rustbpe", "tiktoken", "pyarrow", "regex", "yaml"]
+print(" ".join(m for m in mods if importlib.util.find_spec(m) is None))
+PYEOF
+)
+if [ -n "$missing" ]; then
+    echo "gpu_check: missing Python packages: $missing (install them, or carry them as wheels)" >&2
     exit 2
 fi
 T0=$(date +%s)
