@@ -55,8 +55,9 @@ Setup: a corpus built by the project's own offline builder (`nanochat.dataset.en
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up (the speed-up also shows the quartiles of the
 ratios of the steps the sides took one after the other); MFU is model FLOPs per token (6N + attention) x tokens/s
-over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN): in the final table, the highest of the peaks measured at start
-and after every row (a peak measured while the machine is busy comes out low). The val-bpb rows train 200 steps (d4,
+over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN): in the final table,
+the highest of the peaks measured at start and after every row (a peak measured while the machine is busy comes out
+low). The val-bpb rows train 200 steps (d4,
 seq 256, eager) on each side, and on the project in fp32 too where it trains in bf16, from each of three seeds (the
 same data), and compare the means. How much one run can tell: scaling the fused loss's dL/dx by (1 + 2^-22), a
 rounding-level change, moved the fp32 project's val bpb from 2.0382 to 2.0457 (+0.37%, with the loss cap as a tanh,

@@ -511,7 +511,7 @@ def profile_steps(run, steps=3):
     for e in prof.events():
         if e.name in PHASES:
             table[e.name]["total"] += e.cpu_time_total / 1000 / steps  # us -> ms per step
-        elif e.name.startswith("aten::") and e.self_cpu_time_total > 0:
+        elif (e.name.startswith("aten::") or e.name in _MATMUL_OPS) and e.self_cpu_time_total > 0:
             phase = _phase(e)
             if phase is not None:
                 table[phase][_op_kind(e)] += e.self_cpu_time_total / 1000 / steps
