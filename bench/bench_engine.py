@@ -36,7 +36,6 @@ specialised to the thread count they were compiled for, so each row compiles its
 wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
 """
 import argparse
-import contextlib
 import os
 import time
 
@@ -46,7 +45,7 @@ import torch.nn.functional as F
 from nanochat.engine import Engine, KVCache, RowState
 from nanochat.tokenizer import SPECIAL_TOKENS
 import bench_gpt  # bench/ is on sys.path when a bench script runs
-from bench_train import cpu_report, check_inductor_cache
+from bench_train import cpu_report, check_inductor_cache, nanochat_linear
 
 
 class NoStopTokenizer:
@@ -76,18 +75,6 @@ def ref_sample(logits, rng, temperature=1.0, top_k=None):
         choice = torch.multinomial(F.softmax(vals / temperature, dim=-1), num_samples=1, generator=rng)
         return idx.gather(1, choice)
     return torch.multinomial(F.softmax(logits / temperature, dim=-1), num_samples=1, generator=rng)
-
-
-@contextlib.contextmanager
-def nanochat_linear():
-    "nanochat's nn.Linear, the BLAS for every product (the project's Linear may call oneDNN: 00_common)"
-    import nanochat.gpt as gpt
-    forward = gpt.Linear.forward
-    gpt.Linear.forward = torch.nn.Linear.forward
-    try:
-        yield
-    finally:
-        gpt.Linear.forward = forward
 
 
 @torch.inference_mode()

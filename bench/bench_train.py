@@ -220,6 +220,21 @@ def nanochat_sdpa_attention(q, k, v, causal, window_size):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
 
 
+NANOCHAT_LINEAR_FORWARD = torch.nn.Linear.forward  # nanochat's layers: the BLAS for every product, whichever is faster
+
+
+@contextlib.contextmanager
+def nanochat_linear():
+    "The model's `Linear` layers as nanochat's `nn.Linear` for a while (the project's may call oneDNN: 00_common)"
+    import nanochat.gpt as gpt
+    forward = gpt.Linear.forward
+    gpt.Linear.forward = NANOCHAT_LINEAR_FORWARD
+    try:
+        yield
+    finally:
+        gpt.Linear.forward = forward
+
+
 class Side:
     "Switch the process between the project's code and nanochat's step structure"
     def __init__(self):
@@ -231,7 +246,7 @@ class Side:
     def use(self, side, reset=True, dtype=None):
         forward, mlp_forward, norm, quintic, sdpa_attention, linear_forward = self.project if side == "project" \
             else (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic, nanochat_sdpa_attention,
-                  torch.nn.Linear.forward)  # nanochat's nn.Linear: the BLAS, whichever library is faster
+                  NANOCHAT_LINEAR_FORWARD)
         # nanochat trains in fp32 on every CPU; the project in bf16 where the probe finds bf16 units, or in `dtype`.
         # Read when a run is set up (StageRun.init_compute): it only matters for runs set up after this call.
         if side == "nanochat" or dtype is not None:

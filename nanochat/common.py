@@ -4,12 +4,12 @@
 
 # %% auto #0
 __all__ = ['logger', 'ONEDNN_MIN_MACS', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp',
-           'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
-           'parse_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept',
-           'onednn_available', 'onednn_linear', 'cpu_matmul_backend', 'linear', 'compute_init', 'compute_cleanup',
-           'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config',
-           'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu',
-           'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'cpu_bf16_matmul_is_fast',
+           'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory',
+           'freed_memory_kept', 'onednn_available', 'onednn_linear', 'cpu_matmul_backend', 'linear', 'compute_init',
+           'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
+           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
+           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
@@ -100,6 +100,19 @@ def atomic_write(path, write_fn, mode='wb'):
     return path
 
 # %% ../nbs/00_common.ipynb #77b80c2b
+def best_seconds(fn, reps=3, sync=None):
+    "Seconds of the fastest of `reps` calls of `fn` (after one untimed warm-up call); `sync` waits for a GPU"
+    sync = sync or (lambda: None)
+    fn()
+    sync()
+    best = float('inf')
+    for _ in range(reps):  # the best run: other processes on the machine only ever make it slower
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
 @functools.cache
 def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
     "True when this CPU multiplies bf16 matrices at least `ratio` x faster than fp32 (bf16 matrix units, e.g. AMX)"
@@ -110,13 +123,7 @@ def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
         g = torch.Generator().manual_seed(0)
         def best(dtype):
             a, b = torch.randn(n, n, generator=g).to(dtype), torch.randn(n, n, generator=g).to(dtype)
-            a @ b  # warm up
-            t = float('inf')
-            for _ in range(3):
-                t0 = time.perf_counter()
-                a @ b
-                t = min(t, time.perf_counter() - t0)
-            return t
+            return best_seconds(lambda: a @ b)
         return best(torch.float32) / best(torch.bfloat16) >= ratio
     finally:
         torch.set_num_threads(threads)
@@ -446,16 +453,7 @@ def measure_matmul_flops(n=1024, dtype=torch.float32, device='cpu', iters=5):
     products = [lambda: a @ b]
     if torch.device(device).type == 'cpu' and dtype == torch.float32 and onednn_available():
         products.append(lambda: onednn_linear(a, b))  # a @ b.T: the same FLOPs
-    best = float('inf')
-    for product in products:
-        product()
-        sync()  # warm up
-        for _ in range(iters):  # the best run: other processes on the machine only ever make it slower
-            t0 = time.perf_counter()
-            product()
-            sync()
-            best = min(best, time.perf_counter() - t0)
-    return 2 * n**3 / best
+    return 2 * n**3 / min(best_seconds(product, iters, sync) for product in products)
 
 _GPU_PEAK_BF16 = {'H200': 989e12, 'H100': 989e12, 'A100': 312e12, 'L40': 181e12, 'A10': 125e12, '4090': 165e12,
                   '3090': 71e12}

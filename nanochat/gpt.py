@@ -323,7 +323,7 @@ class GPT(nn.Module):
                    StructuredEmbedding(config.embedding_mode, padded_vocab_size, config.n_embd),
             "h": nn.ModuleList([Block(config, layer_idx) for layer_idx in range(config.n_layer)]),
         })
-        self.lm_head = Linear(config.n_embd, padded_vocab_size)
+        self.lm_head = Linear(config.n_embd, padded_vocab_size, bias=False)
         # Per-layer learnable scalars (inspired by modded-nanogpt): fake init, real init in init_weights()
         self.resid_lambdas = nn.Parameter(torch.ones(config.n_layer)) # scales the residual stream
         self.x0_lambdas = nn.Parameter(torch.zeros(config.n_layer)) # blends the initial embedding back in
