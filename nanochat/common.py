@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['logger', 'ONEDNN_MIN_MACS', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp',
-           'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'cpu_bf16_matmul_is_fast',
-           'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory',
-           'freed_memory_kept', 'onednn_available', 'onednn_linear', 'cpu_matmul_backend', 'linear', 'compute_init',
+           'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
+           'cpu_matmul_backend', 'linear', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype',
+           'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init',
            'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
            'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
            'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
@@ -99,7 +99,7 @@ def atomic_write(path, write_fn, mode='wb'):
         raise
     return path
 
-# %% ../nbs/00_common.ipynb #77b80c2b
+# %% ../nbs/00_common.ipynb #0d1e2f31
 def best_seconds(fn, reps=3, sync=None):
     "Seconds of the fastest of `reps` calls of `fn` (after one untimed warm-up call); `sync` waits for a GPU"
     sync = sync or (lambda: None)
@@ -113,85 +113,6 @@ def best_seconds(fn, reps=3, sync=None):
         best = min(best, time.perf_counter() - t0)
     return best
 
-@functools.cache
-def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
-    "True when this CPU multiplies bf16 matrices at least `ratio` x faster than fp32 (bf16 matrix units, e.g. AMX)"
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the probe is about the hardware, not about thread scheduling
-    try:
-        # its own generator: the first call comes between compute_init's seed and the model's init, and must not move it
-        g = torch.Generator().manual_seed(0)
-        def best(dtype):
-            a, b = torch.randn(n, n, generator=g).to(dtype), torch.randn(n, n, generator=g).to(dtype)
-            return best_seconds(lambda: a @ b)
-        return best(torch.float32) / best(torch.bfloat16) >= ratio
-    finally:
-        torch.set_num_threads(threads)
-
-# %% ../nbs/00_common.ipynb #fab7aad8
-def autodetect_device_type():
-    "Best available device type: cuda > mps > cpu"
-    if torch.cuda.is_available():
-        return 'cuda'
-    if hasattr(torch.backends, 'mps') and torch.backends.mps.is_available():
-        return 'mps'
-    return 'cpu'
-
-_DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16,
-           'float16': torch.float16, 'fp16': torch.float16}
-
-def parse_dtype(name, what='dtype'):
-    "A torch dtype from its name (`float32`, `bf16`, ...); a clear error naming `what` otherwise"
-    key = str(name).strip().lower().replace('torch.', '')
-    if key not in _DTYPES:
-        raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
-    return _DTYPES[key]
-
-def get_compute_dtype(device_type=None, training=False):
-    "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for `training` on a fast-bf16 CPU"
-    env = os.environ.get('NANOCHAT_DTYPE', '').strip()
-    if env:
-        return parse_dtype(env, 'NANOCHAT_DTYPE')
-    device_type = device_type or autodetect_device_type()
-    if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
-        return torch.bfloat16
-    # bf16 units (AVX512-BF16, AMX): training's matmuls run 2x+ faster in bf16, once oneDNN has built a kernel for
-    # each matmul shape; stages whose batch width changes every step (SFT, RL) round it up (StageRun.pad_multiple)
-    if device_type == 'cpu' and training and cpu_bf16_matmul_is_fast():
-        return torch.bfloat16
-    return torch.float32
-
-# %% ../nbs/00_common.ipynb #4be018df
-def autocast_ctx(device_type=None, dtype=None):
-    "The precision policy, wrapped around every forward: autocast to the compute dtype, or a no-op for fp32"
-    device_type = device_type or autodetect_device_type()
-    dtype = dtype or get_compute_dtype(device_type)
-    if dtype == torch.float32:
-        return contextlib.nullcontext()  # fp32 weights, fp32 compute: nothing to do
-    return torch.amp.autocast(device_type=device_type, dtype=dtype)
-
-# %% ../nbs/00_common.ipynb #5e1f7a21
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers, from glibc's <malloc.h>
-_freed_memory_kept = False
-
-def keep_freed_memory():
-    """Tell glibc to keep freed memory for the next allocations (blocks up to 32 MB from the heap, never trimmed)
-    instead of giving it back to the kernel. True if it is in effect; False where the C library is not glibc"""
-    global _freed_memory_kept
-    if not _freed_memory_kept and sys.platform.startswith('linux'):
-        libc = ctypes.CDLL(None) # the C library this process already runs on
-        if hasattr(libc, 'gnu_get_libc_version'): # glibc: musl has a mallopt that ignores these parameters
-            # 32 MB is the largest threshold glibc accepts on 64-bit: bigger blocks still come from mmap
-            kept = libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20) == 1
-            _freed_memory_kept = kept and libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
-    return _freed_memory_kept
-
-def freed_memory_kept():
-    "Whether `keep_freed_memory()` is in effect in this process"
-    return _freed_memory_kept
-
-
-# %% ../nbs/00_common.ipynb #0d1e2f31
 def onednn_available():
     "Whether this torch carries oneDNN with the linear operator `onednn_linear` calls"
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, '_linear_pointwise')
@@ -265,6 +186,87 @@ def linear(x, weight):
         if backend == 'onednn':
             return onednn_linear(x.reshape(-1, x.size(-1)), weight).view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight)
+
+
+# %% ../nbs/00_common.ipynb #77b80c2b
+@functools.cache
+def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
+    "True when this CPU multiplies bf16 matrices `ratio` x faster than its faster fp32 library (bf16 units, e.g. AMX)"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the probe is about the hardware, not about thread scheduling
+    try:
+        # its own generator: the first call comes between compute_init's seed and the model's init, and must not move it
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+        fp32 = best_seconds(lambda: a @ b)
+        if onednn_available(): # fp32 through the faster library (above): bf16 must beat what fp32 training gets
+            fp32 = min(fp32, best_seconds(lambda: onednn_linear(a, b.t())))
+        a, b = a.bfloat16(), b.bfloat16()
+        return fp32 / best_seconds(lambda: a @ b) >= ratio
+    finally:
+        torch.set_num_threads(threads)
+
+# %% ../nbs/00_common.ipynb #fab7aad8
+def autodetect_device_type():
+    "Best available device type: cuda > mps > cpu"
+    if torch.cuda.is_available():
+        return 'cuda'
+    if hasattr(torch.backends, 'mps') and torch.backends.mps.is_available():
+        return 'mps'
+    return 'cpu'
+
+_DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16,
+           'float16': torch.float16, 'fp16': torch.float16}
+
+def parse_dtype(name, what='dtype'):
+    "A torch dtype from its name (`float32`, `bf16`, ...); a clear error naming `what` otherwise"
+    key = str(name).strip().lower().replace('torch.', '')
+    if key not in _DTYPES:
+        raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
+    return _DTYPES[key]
+
+def get_compute_dtype(device_type=None, training=False):
+    "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for `training` on a fast-bf16 CPU"
+    env = os.environ.get('NANOCHAT_DTYPE', '').strip()
+    if env:
+        return parse_dtype(env, 'NANOCHAT_DTYPE')
+    device_type = device_type or autodetect_device_type()
+    if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
+        return torch.bfloat16
+    # bf16 units (AVX512-BF16, AMX): training's matmuls run 2x+ faster in bf16, once oneDNN has built a kernel for
+    # each matmul shape; stages whose batch width changes every step (SFT, RL) round it up (StageRun.pad_multiple)
+    if device_type == 'cpu' and training and cpu_bf16_matmul_is_fast():
+        return torch.bfloat16
+    return torch.float32
+
+# %% ../nbs/00_common.ipynb #4be018df
+def autocast_ctx(device_type=None, dtype=None):
+    "The precision policy, wrapped around every forward: autocast to the compute dtype, or a no-op for fp32"
+    device_type = device_type or autodetect_device_type()
+    dtype = dtype or get_compute_dtype(device_type)
+    if dtype == torch.float32:
+        return contextlib.nullcontext()  # fp32 weights, fp32 compute: nothing to do
+    return torch.amp.autocast(device_type=device_type, dtype=dtype)
+
+# %% ../nbs/00_common.ipynb #5e1f7a21
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers, from glibc's <malloc.h>
+_freed_memory_kept = False
+
+def keep_freed_memory():
+    """Tell glibc to keep freed memory for the next allocations (blocks up to 32 MB from the heap, never trimmed)
+    instead of giving it back to the kernel. True if it is in effect; False where the C library is not glibc"""
+    global _freed_memory_kept
+    if not _freed_memory_kept and sys.platform.startswith('linux'):
+        libc = ctypes.CDLL(None) # the C library this process already runs on
+        if hasattr(libc, 'gnu_get_libc_version'): # glibc: musl has a mallopt that ignores these parameters
+            # 32 MB is the largest threshold glibc accepts on 64-bit: bigger blocks still come from mmap
+            kept = libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20) == 1
+            _freed_memory_kept = kept and libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
+    return _freed_memory_kept
+
+def freed_memory_kept():
+    "Whether `keep_freed_memory()` is in effect in this process"
+    return _freed_memory_kept
 
 
 # %% ../nbs/00_common.ipynb #84a22d74
