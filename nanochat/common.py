@@ -197,7 +197,8 @@ def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
     try:
         # its own generator: the first call comes between compute_init's seed and the model's init, and must not move it
         g = torch.Generator().manual_seed(0)
-        a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+        a = torch.randn(n, n, generator=g, device='cpu') # on the CPU even under a meta device
+        b = torch.randn(n, n, generator=g, device='cpu')
         fp32 = best_seconds(lambda: a @ b)
         if onednn_available(): # fp32 through the faster library (above): bf16 must beat what fp32 training gets
             fp32 = min(fp32, best_seconds(lambda: onednn_linear(a, b.t())))
