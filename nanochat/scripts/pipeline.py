@@ -16,7 +16,7 @@ from ..common import get_base_dir, atomic_write, parse_config, in_notebook
 @dataclass
 class PipelineConfig:
     "Run the whole course: tokenizer -> base -> mid -> SFT -> RL -> chat, resuming at the first unfinished stage"
-    scale: str = "main"  # main: the laptop-CPU run (20-35 min on 2 cores) | tiny: the same stages in a few minutes
+    scale: str = "main"  # main: the laptop-CPU run (7-10 min on 2 cores) | tiny: the same stages in a few minutes
     restart: bool = False  # forget the finished stages (and reset the report) and start over
     stop_after: str = ""  # stop after this stage (e.g. base_train): resume later with the same command
     device_type: str = "cpu"  # cuda|cpu|mps: passed to every stage
