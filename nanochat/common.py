@@ -161,7 +161,7 @@ def cpu_matmul_backend(rows=512, ratio=1.05):
     if env or not onednn_available():
         _cpu_matmul = env or 'blas'
         return _cpu_matmul
-    g = torch.Generator().manual_seed(0) # not the global generator (see cpu_bf16_matmul_is_fast)
+    g = torch.Generator().manual_seed(0) # not the global one: GPT's constructor asks, between the seed and the init
     # on the CPU even inside `with torch.device('meta')`, where the model's constructor may ask
     x, w = torch.randn(rows, 384, generator=g, device='cpu'), torch.randn(1536, 384, generator=g, device='cpu')
     products = {'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)}
