@@ -33,7 +33,8 @@ optimizers), once as this project ships it and once with nanochat's step structu
   symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's);
 - the linear layers: nanochat's `nn.Linear`, whose fp32 products on a CPU go to torch's BLAS (MKL); the project's
   `Linear` calls oneDNN instead where common's probe finds it faster (`cpu_matmul_backend`), and so do the fused
-  loss's logits and input gradient;
+  loss's logits and input gradient; the weight gradients go to oneDNN where the probe finds it faster at that
+  product too (with AVX-512 on an AMD CPU, which MKL does not use there);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
   the project compiles it when `--compile=1`); eager mode compiles nothing on either side;
 - precision: nanochat trains in fp32 on every CPU (autocast only on CUDA); the project trains under bf16 autocast
@@ -77,6 +78,7 @@ CORPUS = os.path.join(tempfile.gettempdir(), "nanochat_bench_local_corpus")
 def cpu_report():
     "One line: CPU model, the SIMD / matrix features torch can use, torch's kernel level, threads, bf16 probe"
     from nanochat.common import cpu_bf16_matmul_is_fast, cpu_matmul_backend
+    import nanochat.common as common
     model, flags = "unknown CPU", set()
     if os.path.exists("/proc/cpuinfo"):
         text = open("/proc/cpuinfo").read()
@@ -90,7 +92,7 @@ def cpu_report():
     fast = cpu_bf16_matmul_is_fast()
     return (f"{model} | features: {' '.join(found)} | torch kernels: {level} | {torch.get_num_threads()} threads "
             f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'} "
-            f"| fp32 matmuls: {cpu_matmul_backend()}")
+            f"| fp32 matmuls: {cpu_matmul_backend()}, their weight gradients: {common._cpu_weight_grad}")
 
 
 def check_inductor_cache():

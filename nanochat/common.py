@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['logger', 'ONEDNN_MIN_MACS', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp',
            'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
-           'cpu_matmul_backend', 'linear', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype',
-           'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init',
-           'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
-           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
-           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'weight_grad_onednn', 'cpu_matmul_backend', 'linear', 'weight_grad_uses_onednn', 'cpu_bf16_matmul_is_fast',
+           'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory',
+           'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser',
+           'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
+           'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
@@ -129,11 +129,19 @@ def _(x, weight):
 def _onednn_linear_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs)
 
+def weight_grad_onednn(grad, x):
+    """grad.T @ x through oneDNN: grad (N, M), x (N, K) -> (M, K), a sum over the N rows. oneDNN is fast at it with
+    the smaller of M and K as the output's rows: for M > K it computes (K, M) and returns its transpose, a view"""
+    if grad.size(1) <= x.size(1):
+        return onednn_linear(grad.t(), x.t()) # (M, K)
+    return onednn_linear(x.t(), grad.t()).t() # (K, M) viewed as (M, K): autograd copies it into the weight's layout
+
 def _onednn_linear_backward(ctx, grad):
     x, weight = ctx.saved_tensors
     grad_x = onednn_linear(grad, weight.t()) if ctx.needs_input_grad[0] else None # (N, K) = grad @ weight
-    # (M, K): a sum over the N rows, a shape where the BLAS measured faster than oneDNN
-    grad_w = grad.t() @ x if ctx.needs_input_grad[1] else None
+    grad_w = None
+    if ctx.needs_input_grad[1]: # (M, K): another kind of product, timed on its own by cpu_matmul_backend()
+        grad_w = weight_grad_onednn(grad, x) if _cpu_weight_grad == 'onednn' else grad.t() @ x
     return grad_x, grad_w
 
 onednn_linear.register_autograd(_onednn_linear_backward, setup_context=_onednn_linear_setup)
@@ -146,11 +154,24 @@ if torch.ops.nanochat.onednn_linear not in flop_counter.flop_registry: # once pe
     flop_counter.register_flop_formula(torch.ops.nanochat.onednn_linear)(_onednn_linear_flop)
 
 _cpu_matmul = None # 'onednn' or 'blas', once cpu_matmul_backend() has decided
+_cpu_weight_grad = None # the same, for the weight gradients of the products that go to oneDNN
+
+def _faster_library(products, ratio=1.05):
+    "'onednn' if `products['onednn']` ran `ratio` x faster than `products['blas']` (best of 5 each), else 'blas'"
+    best = {name: float('inf') for name in products}
+    for round_ in range(6): # taking turns, so that a busy moment hits both; round 0 warms up
+        for name, product in products.items():
+            t0 = time.perf_counter()
+            product()
+            if round_ > 0:
+                best[name] = min(best[name], time.perf_counter() - t0)
+    return 'onednn' if best['blas'] >= ratio * best['onednn'] else 'blas'
 
 def cpu_matmul_backend(rows=512, ratio=1.05):
     """'onednn' or 'blas': the library that multiplies fp32 matrices faster on this CPU, timed once per process on a
-    transformer-sized product; env `NANOCHAT_CPU_MATMUL=onednn|blas` decides instead"""
-    global _cpu_matmul
+    transformer-sized product (and the weight gradient's product, `_cpu_weight_grad`); env
+    `NANOCHAT_CPU_MATMUL=onednn|blas` decides both instead"""
+    global _cpu_matmul, _cpu_weight_grad
     if _cpu_matmul is not None:
         return _cpu_matmul
     env = os.environ.get('NANOCHAT_CPU_MATMUL', '').strip().lower()
@@ -159,20 +180,17 @@ def cpu_matmul_backend(rows=512, ratio=1.05):
     if env == 'onednn' and not onednn_available():
         raise RuntimeError("NANOCHAT_CPU_MATMUL=onednn, but this torch has no oneDNN (torch.backends.mkldnn)")
     if env or not onednn_available():
+        _cpu_weight_grad = env or 'blas'
         _cpu_matmul = env or 'blas'
         return _cpu_matmul
     g = torch.Generator().manual_seed(0) # not the global one: GPT's constructor asks, between the seed and the init
     # on the CPU even inside `with torch.device('meta')`, where the model's constructor may ask
     x, w = torch.randn(rows, 384, generator=g, device='cpu'), torch.randn(1536, 384, generator=g, device='cpu')
-    products = {'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)}
-    best = {name: float('inf') for name in products}
-    for round_ in range(6): # taking turns, so that a busy moment hits both; round 0 warms up
-        for name, product in products.items():
-            t0 = time.perf_counter()
-            product()
-            if round_ > 0:
-                best[name] = min(best[name], time.perf_counter() - t0)
-    _cpu_matmul = 'onednn' if best['blas'] >= ratio * best['onednn'] else 'blas'
+    grad = torch.randn(rows, 1536, generator=g, device='cpu') # the gradient of x @ w.T
+    # the weight gradient first: _cpu_matmul set means decided, for a caller on another thread too
+    _cpu_weight_grad = _faster_library({'blas': lambda: grad.t() @ x,
+                                        'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}, ratio)
+    _cpu_matmul = _faster_library({'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)}, ratio)
     return _cpu_matmul
 
 ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call costs ~10 us more
@@ -186,6 +204,15 @@ def linear(x, weight):
         if backend == 'onednn':
             return onednn_linear(x.reshape(-1, x.size(-1)), weight).view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight)
+
+def weight_grad_uses_onednn(x, macs):
+    """Whether a weight gradient of `macs` multiply-adds over the rows of `x` goes to oneDNN (`weight_grad_onednn`):
+    fp32 on a CPU, big enough, and the probe found oneDNN faster at it (a custom fused backward asks)"""
+    if x.device.type != 'cpu' or x.dtype != torch.float32 or macs < ONEDNN_MIN_MACS:
+        return False
+    if not torch.compiler.is_compiling(): # compiled code reads the decision made before tracing, as in `linear`
+        cpu_matmul_backend()
+    return _cpu_weight_grad == 'onednn'
 
 
 # %% ../nbs/00_common.ipynb #77b80c2b

@@ -15,6 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .common import get_compute_dtype, print0, linear, cpu_matmul_backend
+from .common import weight_grad_uses_onednn, weight_grad_onednn
 from .flash_attention import flash_attn, backend as attention_backend
 from fastcore.basics import patch # methods written in later cells join their class
 
@@ -266,6 +267,10 @@ class LinearSoftcapCrossEntropy(torch.autograd.Function):
         row_weight = valid / n if reduction == 'mean' else valid.float() # (N,) d(loss)/d(row loss)
         grad_x = torch.empty_like(x) # (N, C)
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) # (padded V, C)
+        # where oneDNN computes weight gradients (fp32 on some CPUs), its fast orientation is (C, V): summed as that
+        chunk_macs = min(chunk_rows, x.size(0)) * x.size(1) * vocab_size
+        onednn = dtype == torch.float32 and weight_grad_uses_onednn(x, chunk_macs)
+        grad_wt = x.new_zeros(x.size(1), vocab_size) if onednn else None # (C, V)
         total = torch.zeros((), dtype=torch.float32, device=x.device)
         for start in range(0, x.size(0), chunk_rows):
             rows = slice(start, start + chunk_rows)
@@ -285,10 +290,14 @@ class LinearSoftcapCrossEntropy(torch.autograd.Function):
             e.scatter_add_(1, tc, rw.mul(-4)) # 4 rw (p - onehot(target))
             g = e.mul_(s.addcmul_(s, s, value=-1)).to(dtype) # through the cap: 1 - tanh^2 = 4s(1 - s)
             grad_x[rows] = linear(g, w.t()) # (rows, C) = g @ w
-            if dtype == torch.float32:
+            if onednn:
+                grad_wt += weight_grad_onednn(xc, g) # (C, V) = xc.T @ g
+            elif dtype == torch.float32:
                 grad_w[:vocab_size].addmm_(g.t(), xc) # (V, C), accumulated by the matmul itself
             else:
                 grad_w[:vocab_size] += (g.t() @ xc).float() # a bf16 product, summed in fp32
+        if onednn:
+            grad_w[:vocab_size] = grad_wt.t()
         ctx.save_for_backward(grad_x, grad_w.to(weight.dtype))
         return total
 
@@ -300,8 +309,8 @@ class LinearSoftcapCrossEntropy(torch.autograd.Function):
 def linear_softcap_cross_entropy(x, weight, targets, vocab_size, softcap=15, reduction='mean', chunk_rows=None):
     "Fused `softcap_cross_entropy(F.linear(x, weight)[:, :vocab_size], targets)` for training: x (N, C), weight (V, C)"
     if chunk_rows is None:
-        # ~1M logits (4 MB) per chunk stay in cache on a CPU; a GPU wants big kernels, so one chunk there
-        chunk_rows = x.size(0) if x.is_cuda else max(64, 2**20 // vocab_size)
+        # ~2M logits (8 MB) per chunk stay in a CPU's cache (measured below); a GPU wants big kernels: one chunk there
+        chunk_rows = x.size(0) if x.is_cuda else max(64, 2**21 // vocab_size)
     return LinearSoftcapCrossEntropy.apply(x, weight, targets, vocab_size, softcap, reduction, chunk_rows)
 
 # %% ../nbs/05_gpt.ipynb #2a968917

@@ -74,18 +74,22 @@ def _quintic_iteration(G, coeffs, norm_scale, eps, dtype):
         X = X.mT  # iterate on the wide orientation: X @ X.mT is the smaller Gram matrix
     X = X / (X.norm(dim=(-2, -1), keepdim=True) * norm_scale + eps)  # Frobenius >= spectral norm: all s in [0, 1]
     if X.dtype == torch.float32 and X.size(-1) >= 2 * X.size(-2):
-        X = _gram_iteration(X, coeffs)  # same polynomial, fewer FLOPs for a wide matrix (fp32 only: see below)
-        return X.mT if tall else X
-    for a, b, c in coeffs:
+        # same polynomial, fewer FLOPs for a wide matrix (fp32 only: see below)
+        return _gram_iteration(X, coeffs, transpose=tall)
+    for k, (a, b, c) in enumerate(coeffs):
         A = _sym_matmul(X, X.mT)  # (..., rows, rows)
         B = _sym_matmul(A, A, A, beta=b, alpha=c)  # b*A + c*(A @ A)
+        if tall and k == len(coeffs) - 1 and X.device.type == 'cpu':
+            # the last step written in the tall layout, (aX + BX)^T = aX^T + X^T B (B is exactly symmetric on a CPU):
+            # a transposed view would make every elementwise pass of the Muon step after this one ~2x slower
+            return _addmm(X.mT, X.mT, B, beta=a, alpha=1.0)
         X = _addmm(X, B, X, beta=a, alpha=1.0)  # a*X + B @ X
     return X.mT if tall else X
 
-def _gram_iteration(X, coeffs):
+def _gram_iteration(X, coeffs, transpose=False):
     """The quintic iteration on the Gram matrix A = X X^T (rows x rows). Each step multiplies X by
     Q = aI + bA + cA^2, a polynomial in A, so X_k = P_k X_0 with P_k = Q_k ... Q_0 and X_{k+1} X_{k+1}^T = Q_k^2 A_k:
-    the long side of X is touched twice in all, not twice per step"""
+    the long side of X is touched twice in all, not twice per step. `transpose`: return (P X)^T, laid out as such"""
     A = _sym_matmul(X, X.mT)  # (..., rows, rows)
     P = None
     for k, (a, b, c) in enumerate(coeffs):
@@ -94,7 +98,7 @@ def _gram_iteration(X, coeffs):
         P = Q if P is None else _sym_matmul(Q, P)  # polynomials in the first A: they commute, so Q P is symmetric
         if k < len(coeffs) - 1:
             A = _sym_matmul(Q, _sym_matmul(Q, A))  # Q commutes with A (a polynomial in it): Q A Q^T = Q^2 A
-    return P @ X
+    return X.mT @ P if transpose else P @ X  # P is symmetric: (P X)^T = X^T P, a tall matrix in its own layout
 
 def zeropower_via_newtonschulz5(G, steps=5, dtype=None):
     "Approximate polar factor U V^T of G (or of each matrix in a stack) with the quintic Newton-Schulz iteration"
