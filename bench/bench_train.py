@@ -29,8 +29,9 @@ optimizers), once as this project ships it and once with nanochat's step structu
   step, training on 512 tokens or more, or on 256 where freed memory is kept: see the attention notebook and
   bench_attention.py);
 - Muon's Polar Express step as `B = b*A + c*(A @ A); X = a*X + B @ X` (the project folds the scaling and the sum into
-  the matmul with `baddbmm`, and on a CPU multiplies three of the four half-size blocks of the products known to be
-  symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's);
+  the matmul with `baddbmm`, on a CPU multiplies three of the four half-size blocks of the products known to be
+  symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's, and hands a tall matrix's result back in its own
+  layout rather than as a transposed view);
 - the linear layers: nanochat's `nn.Linear`, whose fp32 products on a CPU go to torch's BLAS (MKL); the project's
   `Linear` calls oneDNN instead where common's probe finds it faster (`cpu_matmul_backend`), and so do the fused
   loss's logits and input gradient; the weight gradients go to oneDNN where the probe finds it faster at that
