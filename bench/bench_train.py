@@ -388,10 +388,11 @@ def matmul_flops(name, shapes):
     return 2 * a[-2] * a[-1] * n * (a[0] if len(a) == 3 else 1)
 
 
-def time_matmul_alone(name, shapes, reps=5, min_seconds=0.02):
-    "Seconds per call of the same operator on fresh contiguous operands of the same shapes (median of `reps` loops)"
+def time_matmul_alone(name, shapes, dtype=torch.float32, reps=5, min_seconds=0.02):
+    """Seconds per call of the same operator on fresh contiguous operands of the same shapes, in `dtype` (the step's:
+    the profiler records shapes, not dtypes), median of `reps` loops"""
     factors, op = MATMULS[name]
-    args = [torch.randn(s) for s in shapes[:factors.stop]]
+    args = [torch.randn(s, dtype=dtype) for s in shapes[:factors.stop]]
     t0 = time.perf_counter()
     op(*args)
     calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6)))  # a loop long enough to time
@@ -428,7 +429,8 @@ def matmul_shape_table(run, steps=3, top=12):
     lines = ["| operator | operand shapes | calls per step | ms per step | GFLOP/s in the step | GFLOP/s alone |",
              "|---|---|---|---|---|---|"]
     for (name, shapes), (sec, calls, flops) in rows[:top]:
-        alone = flops / (calls / steps) / time_matmul_alone(name, shapes)  # FLOPs per call / seconds per call
+        # FLOPs per call / seconds per call; a bf16 step's matmuls are all bf16 (Muon's too: the same probe decides)
+        alone = flops / (calls / steps) / time_matmul_alone(name, shapes, run.train_dtype)
         dims = " x ".join(str(list(s)) for s in shapes if s)
         lines.append(f"| {name.removeprefix('aten::')} | {dims} | {calls // steps} | {1000 * sec:.1f} "
                      f"| {flops / sec / 1e9:.0f} | {alone / 1e9:.0f} |")
