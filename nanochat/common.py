@@ -195,24 +195,26 @@ def cpu_matmul_backend(rows=512, ratio=1.05):
 
 ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call costs ~10 us more
 
+def _probed(x, macs):
+    """Whether the library probe decides a product of `macs` multiply-adds over `x`: fp32 on a CPU outside autocast,
+    ONEDNN_MIN_MACS or more. Then the probe has run: `_cpu_matmul` and `_cpu_weight_grad` hold its choices"""
+    if x.device.type != 'cpu' or x.dtype != torch.float32 or torch.is_autocast_enabled('cpu') or macs < ONEDNN_MIN_MACS:
+        return False
+    # compiled code reads the decision made before tracing (the model's constructor asks for it) instead of timing
+    if not torch.compiler.is_compiling():
+        cpu_matmul_backend()
+    return True
+
 def linear(x, weight):
     "`F.linear(x, weight)` without bias; in fp32 on a CPU through oneDNN where `cpu_matmul_backend()` chose it"
-    if x.device.type == 'cpu' and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled('cpu') \
-            and x.numel() * weight.size(0) >= ONEDNN_MIN_MACS:
-        # compiled code reads the decision made before tracing (the model's constructor asks for it) instead of timing
-        backend = _cpu_matmul if torch.compiler.is_compiling() else cpu_matmul_backend()
-        if backend == 'onednn':
-            return onednn_linear(x.reshape(-1, x.size(-1)), weight).view(*x.shape[:-1], weight.size(0))
+    if weight.dtype == torch.float32 and _probed(x, x.numel() * weight.size(0)) and _cpu_matmul == 'onednn':
+        return onednn_linear(x.reshape(-1, x.size(-1)), weight).view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight)
 
 def weight_grad_uses_onednn(x, macs):
     """Whether a weight gradient of `macs` multiply-adds over the rows of `x` goes to oneDNN (`weight_grad_onednn`):
-    fp32 on a CPU, big enough, and the probe found oneDNN faster at it (a custom fused backward asks)"""
-    if x.device.type != 'cpu' or x.dtype != torch.float32 or macs < ONEDNN_MIN_MACS:
-        return False
-    if not torch.compiler.is_compiling(): # compiled code reads the decision made before tracing, as in `linear`
-        cpu_matmul_backend()
-    return _cpu_weight_grad == 'onednn'
+    where the probe decides (as for `linear`) and found oneDNN faster at it. A custom fused backward asks"""
+    return _probed(x, macs) and _cpu_weight_grad == 'onednn'
 
 
 # %% ../nbs/00_common.ipynb #77b80c2b
