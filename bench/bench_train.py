@@ -34,8 +34,9 @@ optimizers), once as this project ships it and once with nanochat's step structu
   layout rather than as a transposed view);
 - the linear layers: nanochat's `nn.Linear`, whose fp32 products on a CPU go to torch's BLAS (MKL); the project's
   `Linear` calls oneDNN instead where common's probe finds it faster (`cpu_matmul_backend`), and so do the fused
-  loss's logits and input gradient; the weight gradients go to oneDNN where the probe finds it faster at that
-  product too (with AVX-512 on an AMD CPU, which MKL does not use there);
+  loss's logits and input gradient; each weight gradient goes to oneDNN where a probe of its own shape finds it
+  faster (`weight_grad_library`: capped at AVX2 some shapes, with AVX-512 on an AMD CPU, which MKL does not use
+  there, all of them);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
   the project compiles it when `--compile=1`); eager mode compiles nothing on either side;
 - precision: nanochat trains in fp32 on every CPU (autocast only on CUDA); the project trains under bf16 autocast
@@ -94,6 +95,13 @@ def cpu_report():
     return (f"{model} | features: {' '.join(found)} | torch kernels: {level} | {torch.get_num_threads()} threads "
             f"| bf16 matmul {'fast (bf16 units)' if fast else 'slow: fp32 everywhere'} "
             f"| fp32 matmuls: {cpu_matmul_backend()}, their weight gradients: {common._cpu_weight_grad}")
+
+
+def weight_grad_report():
+    "The weight gradients' shapes timed in this process and the library each went to, or '' if none was timed"
+    import nanochat.common as common
+    shapes = sorted(common._weight_grad_shapes.items())
+    return "weight gradients (rows, M, K) -> library: " + ", ".join(f"{k} {v}" for k, v in shapes) if shapes else ""
 
 
 def check_inductor_cache():
@@ -527,6 +535,9 @@ def main():
           + ", ".join(f"{str(d).removeprefix('torch.')} {p / 1e9:.0f} GFLOP/s" for d, p in PEAKS.items()))
     dtypes = {name: str(r["run"].train_dtype).removeprefix("torch.") for name, r in rows[0][3].items()}
     print(f"(nanochat trains in {dtypes['nanochat']} on a CPU; the project here in {dtypes['project']})")
+    timed = weight_grad_report()
+    if timed:
+        print(timed)
     print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios)")
     print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project "
           "| project in fp32: tok/s, speed-up |")

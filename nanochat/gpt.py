@@ -267,9 +267,8 @@ class LinearSoftcapCrossEntropy(torch.autograd.Function):
         row_weight = valid / n if reduction == 'mean' else valid.float() # (N,) d(loss)/d(row loss)
         grad_x = torch.empty_like(x) # (N, C)
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) # (padded V, C)
-        # where oneDNN computes weight gradients (fp32 on some CPUs), its fast orientation is (C, V): summed as that
-        chunk_macs = min(chunk_rows, x.size(0)) * x.size(1) * vocab_size
-        onednn = dtype == torch.float32 and weight_grad_uses_onednn(x, chunk_macs)
+        # lm_head's gradient summed as (C, V) = xc.T @ g: oneDNN's fast orientation, the smaller dimension as rows
+        onednn = dtype == torch.float32 and weight_grad_uses_onednn(x[:chunk_rows], vocab_size)
         grad_wt = x.new_zeros(x.size(1), vocab_size) if onednn else None # (C, V)
         total = torch.zeros((), dtype=torch.float32, device=x.device)
         for start in range(0, x.size(0), chunk_rows):
@@ -449,6 +448,17 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1,
                                reduction=loss_reduction)
     return logits
+
+# %% ../nbs/05_gpt.ipynb #4b7824fb
+@patch
+def time_cpu_products(self: GPT, batch_size, seq_len, train_dtype=torch.float32):
+    "Time a training step's CPU products before compiling: one eager forward and backward, gradients dropped"
+    if self.get_device().type != 'cpu' or train_dtype != torch.float32:
+        return # the products timed per shape are fp32 ones on a CPU
+    g = torch.Generator().manual_seed(0) # not the global one: the run's random stream stays where it was
+    idx = torch.randint(self.config.vocab_size, (batch_size, seq_len), generator=g)
+    self(idx, idx).backward()
+    self.zero_grad(set_to_none=True)
 
 # %% ../nbs/05_gpt.ipynb #316229d0
 @patch

@@ -187,6 +187,8 @@ def _setup_model(run, cfg):
         resume = _load_resume(cfg, run.checkpoint_dir, run.device, run.rank)  # (model, optimizers, meta)
         model.load_state_dict(resume[0], strict=True, assign=True)
     run.orig_model = model  # uncompiled: for eval, sampling and saving
+    if cfg.compile:
+        model.time_cpu_products(cfg.device_batch_size, cfg.max_seq_len, run.train_dtype)  # compiled code cannot time
     run.model = torch.compile(model, dynamic=False) if cfg.compile else model
     opt_kwargs = optimizer_kwargs(cfg)
     run.weight_decay = opt_kwargs["weight_decay"]  # the start of its linear decay to 0

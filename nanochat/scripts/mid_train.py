@@ -214,6 +214,8 @@ def setup(cfg, datasets=None):
     if resume:
         model.load_state_dict(resume[0], strict=True, assign=True)
     run.orig_model = model  # uncompiled: for evaluation and saving
+    if cfg.compile:
+        model.time_cpu_products(cfg.device_batch_size, cfg.max_seq_len, run.train_dtype)  # compiled code cannot time
     run.model = torch.compile(model, dynamic=False) if cfg.compile else model
     run.optimizers = setup_chat_optimizers(model, cfg, compile=cfg.compile)  # --compile covers the Muon step too
     if resume:
