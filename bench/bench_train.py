@@ -197,6 +197,13 @@ def nanochat_norm(x):
     return F.rms_norm(x, (x.size(-1),))
 
 
+def nanochat_rotary(x, cos, sin):
+    "apply_rotary_emb as nanochat writes it: autograd records every product, sum and the cat"
+    d = x.shape[3] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat([x1 * cos + x2 * sin, x1 * (-sin) + x2 * cos], 3)
+
+
 def nanochat_quintic(G, coeffs, norm_scale, eps, dtype):
     "Polar Express as nanochat writes it: the polynomial with separate scale, matmul and add"
     from nanochat.optim import get_orth_dtype
@@ -251,13 +258,13 @@ class Side:
     def __init__(self):
         import nanochat.gpt as gpt, nanochat.optim as optim, nanochat.flash_attention as attention
         self.gpt, self.optim, self.attention = gpt, optim, attention
-        self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, optim._quintic_iteration,
+        self.project = (gpt.GPT.forward, gpt.MLP.forward, gpt.norm, gpt.apply_rotary_emb, optim._quintic_iteration,
                         attention._sdpa_attention, gpt.Linear.forward)
 
     def use(self, side, reset=True, dtype=None):
-        forward, mlp_forward, norm, quintic, sdpa_attention, linear_forward = self.project if side == "project" \
-            else (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_quintic, nanochat_sdpa_attention,
-                  NANOCHAT_LINEAR_FORWARD)
+        forward, mlp_forward, norm, rotary, quintic, sdpa_attention, linear_forward = self.project \
+            if side == "project" else (nanochat_forward, nanochat_mlp_forward, nanochat_norm, nanochat_rotary,
+                                       nanochat_quintic, nanochat_sdpa_attention, NANOCHAT_LINEAR_FORWARD)
         # nanochat trains in fp32 on every CPU; the project in bf16 where the probe finds bf16 units, or in `dtype`.
         # Read when a run is set up (StageRun.init_compute): it only matters for runs set up after this call.
         if side == "nanochat" or dtype is not None:
@@ -268,6 +275,7 @@ class Side:
         self.gpt.MLP.forward = mlp_forward
         self.gpt.Linear.forward = linear_forward
         self.gpt.norm = norm  # a module global: the blocks and attention look it up at each call
+        self.gpt.apply_rotary_emb = rotary  # likewise
         self.optim._quintic_iteration = quintic
         self.attention._sdpa_attention = sdpa_attention  # a module global: flash_attn_func looks it up at each call
         if reset:
