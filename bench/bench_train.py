@@ -58,7 +58,8 @@ Setup: a corpus built by the project's own offline builder (`nanochat.dataset.en
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up (the speed-up also shows the quartiles of the
 ratios of the steps the sides took one after the other); MFU is model FLOPs per token (6N + attention) x tokens/s
-over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN): in the final table,
+over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN; the quartiles of the
+steps' MFUs beside it): in the final table,
 the highest of the peaks measured at start and after every row (a peak measured while the machine is busy comes out
 low). The val-bpb rows train 200 steps (d4,
 seq 256, eager) on each side, and on the project in fp32 too where it trains in bf16, from each of three seeds (the
@@ -291,6 +292,14 @@ PEAKS = {}  # dtype -> matmul peak: the highest of the measurements taken at sta
 def mfu(run, tok_s):
     "A run's MFU: model FLOPs per token x tokens/s over the peak of the dtype it trains in"
     return run.num_flops_per_token * tok_s / PEAKS[run.train_dtype]
+
+
+def mfu_text(m, seq):
+    """A side's MFU in a row as printed: the median step's, and in brackets the quartiles of its steps' MFUs (how far
+    the machine moved the steps: a goal inside that range is not met or missed by that one number)"""
+    steps = [mfu(m["run"], 8 * seq / t) for t in m["times"]]
+    low, _, high = statistics.quantiles(steps, n=4)
+    return f"{100 * mfu(m['run'], m['tok_s']):.1f}% ({100 * low:.1f}-{100 * high:.1f})"
 WARMUP = 10  # steps left out of the timing: compiling, and the allocator and page faults of a fresh run
 BPB_SEEDS = (42, 1, 2)  # the val-bpb comparison's seeds: 42 is compute_init's
 
@@ -535,7 +544,7 @@ def main():
         n, q = r["nanochat"], r["project"]
         f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
-              f"(MFU {100 * n['mfu']:4.1f}%) | project {q['tok_s']:7,.0f} tok/s (MFU {100 * q['mfu']:4.1f}%) "
+              f"(MFU {mfu_text(n, seq)}) | project {q['tok_s']:7,.0f} tok/s (MFU {mfu_text(q, seq)}) "
               f"| {speed_up(r)}{f32}{row_notes(r)}", flush=True)
         for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
             PEAKS[dtype] = max(PEAKS[dtype], peak)
@@ -546,17 +555,17 @@ def main():
     timed = weight_grad_report()
     if timed:
         print(timed)
-    print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios)")
+    print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios; MFU: the median "
+          "step's, in brackets the quartiles of the steps' MFUs)")
     print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project "
           "| project in fp32: tok/s, speed-up |")
     print("|---|---|---|---|---|---|---|---|---|")
     for depth, seq, comp, r in rows:
         n, q = r["nanochat"], r["project"]
-        m = {name: mfu(r[name]["run"], r[name]["tok_s"]) for name in r}
         f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x"
                if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
-              f"| {speed_up(r)} | {100 * m['nanochat']:.1f}% | {100 * m['project']:.1f}% | {f32} |"
+              f"| {speed_up(r)} | {mfu_text(n, seq)} | {mfu_text(q, seq)} | {f32} |"
               + row_notes(r))
     if args.quick or args.bpb_steps <= 0:
         return
