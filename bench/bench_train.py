@@ -58,10 +58,9 @@ Setup: a corpus built by the project's own offline builder (`nanochat.dataset.en
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up (the speed-up also shows the quartiles of the
 ratios of the steps the sides took one after the other); MFU is model FLOPs per token (6N + attention) x tokens/s
-over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN; the quartiles of the
-steps' MFUs beside it): in the final table,
+over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN): in the final table,
 the highest of the peaks measured at start and after every row (a peak measured while the machine is busy comes out
-low). The val-bpb rows train 200 steps (d4,
+low); beside it, the quartiles of the steps' MFUs. The val-bpb rows train 200 steps (d4,
 seq 256, eager) on each side, and on the project in fp32 too where it trains in bf16, from each of three seeds (the
 same data), and compare the means. How much one run can tell: scaling the fused loss's dL/dx by (1 + 2^-22), a
 rounding-level change, moved the fp32 project's val bpb from 2.0382 to 2.0457 (+0.37%, with the loss cap as a tanh,
@@ -300,6 +299,8 @@ def mfu_text(m, seq):
     steps = [mfu(m["run"], 8 * seq / t) for t in m["times"]]
     low, _, high = statistics.quantiles(steps, n=4)
     return f"{100 * mfu(m['run'], m['tok_s']):.1f}% ({100 * low:.1f}-{100 * high:.1f})"
+
+
 WARMUP = 10  # steps left out of the timing: compiling, and the allocator and page faults of a fresh run
 BPB_SEEDS = (42, 1, 2)  # the val-bpb comparison's seeds: 42 is compute_init's
 
