@@ -356,7 +356,7 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
     for name, run in runs.items():
         timed = times[name][WARMUP:]
         tok_s = 8 * seq / statistics.median(timed)
-        out[name] = dict(tok_s=tok_s, mfu=mfu(run, tok_s), run=run, loss=losses[name], times=timed,
+        out[name] = dict(tok_s=tok_s, run=run, loss=losses[name], times=timed,
                          recompiled=counters["stats"]["unique_graphs"] - graphs,
                          shared_graphs=compile_ and own_graphs.get(name, 0) == 0)
     return out
@@ -371,7 +371,7 @@ def speed_up(r):
 
 
 def measure(depth, seq, compile_, steps, extra=()):
-    "Median step time after warm-up of the real training loop: tokens/s, MFU (against PEAKS), the run"
+    "Median step time after warm-up of the real training loop: tokens/s, the run (MFU: `mfu(run, tok_s)`)"
     from nanochat.common import parse_config
     from nanochat.scripts.base_train import TrainConfig, train
     stamps = []
@@ -380,7 +380,7 @@ def measure(depth, seq, compile_, steps, extra=()):
     run = train(parse_config(TrainConfig, flags), on_step=lambda r: stamps.append(time.time()))
     dts = [b - a for a, b in zip(stamps[WARMUP:], stamps[WARMUP + 1:])]  # steady state: after the warm-up steps
     tok_s = 8 * seq / statistics.median(dts)
-    return dict(tok_s=tok_s, mfu=mfu(run, tok_s), wall=time.time() - t0, run=run, loss=run.state.smooth_train_loss)
+    return dict(tok_s=tok_s, wall=time.time() - t0, run=run, loss=run.state.smooth_train_loss)
 
 
 def row_notes(r):
