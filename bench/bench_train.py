@@ -402,11 +402,19 @@ MATMULS = {"aten::mm": (slice(0, 2), torch.mm), "aten::bmm": (slice(0, 2), torch
            "mkldnn::_linear_pointwise": (slice(0, 2), lambda x, w: torch.ops.nanochat.onednn_linear(x, w))}
 
 
+def matmul_factors(name, shapes):
+    """The shapes of the two factors of a matmul operator call: addmm/baddbmm's product, not the input they add to;
+    oneDNN's binary post-op form, (x, other, weight, bias, attr), without the `other` it multiplies the product by"""
+    if name == "mkldnn::_linear_pointwise" and len(shapes) > 2 and len(shapes[2]) == 2:
+        return shapes[0], shapes[2]
+    return shapes[MATMULS[name][0]]
+
+
 def matmul_flops(name, shapes):
     "FLOPs of one matmul operator call from its input shapes (addmm/baddbmm: the product, not the sum), else 0"
     if name not in MATMULS:
         return 0
-    factors = shapes[MATMULS[name][0]]
+    factors = matmul_factors(name, shapes)
     if len(factors) < 2 or len(factors[0]) < 2 or len(factors[1]) < 2:
         return 0
     a, b = factors
@@ -419,6 +427,8 @@ def time_matmul_alone(name, shapes, dtype=torch.float32, reps=5, min_seconds=0.0
     the profiler records shapes, not dtypes), median of `reps` loops"""
     factors, op = MATMULS[name]
     args = [torch.randn(s, dtype=dtype) for s in shapes[:factors.stop]]
+    if name == "mkldnn::_linear_pointwise":
+        args = [torch.randn(s, dtype=dtype) for s in matmul_factors(name, shapes)]  # its product, without a post-op
     t0 = time.perf_counter()
     op(*args)
     calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6)))  # a loop long enough to time

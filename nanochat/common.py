@@ -5,18 +5,19 @@
 # %% auto #0
 __all__ = ['logger', 'WEIGHT_GRAD_MAX_ROWS', 'ONEDNN_MIN_MACS', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging',
            'get_dist_info', 'is_ddp', 'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds',
-           'onednn_available', 'onednn_linear', 'weight_grad_onednn', 'cpu_matmul_backend', 'weight_grad_library',
-           'linear', 'weight_grad_uses_onednn', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype',
-           'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init',
-           'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
-           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
-           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'onednn_available', 'onednn_linear', 'weight_grad_onednn', 'weight_grad', 'onednn_linear_post',
+           'cpu_matmul_backend', 'weight_grad_library', 'uses_onednn', 'linear', 'weight_grad_uses_onednn',
+           'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
+           'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun',
+           'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb',
+           'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum',
+           'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
 import dataclasses
 from dataclasses import fields, MISSING
-from typing import Any, ClassVar, get_type_hints
+from typing import Any, ClassVar, Optional, get_type_hints
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -137,23 +138,44 @@ def weight_grad_onednn(grad, x):
         return onednn_linear(grad.t(), x.t()) # (M, K)
     return onednn_linear(x.t(), grad.t()).t() # (K, M) viewed as (M, K): autograd copies it into the weight's layout
 
+def weight_grad(grad, x):
+    "grad.T @ x, a weight's gradient (M, K) from grad (N, M) and x (N, K), through the library that won its shape"
+    if weight_grad_library(grad.size(0), grad.size(1), x.size(1)) == 'onednn':
+        return weight_grad_onednn(grad, x)
+    return grad.t() @ x
+
 def _onednn_linear_backward(ctx, grad):
     x, weight = ctx.saved_tensors
     grad_x = onednn_linear(grad, weight.t()) if ctx.needs_input_grad[0] else None # (N, K) = grad @ weight
-    grad_w = None
-    if ctx.needs_input_grad[1]: # (M, K): another kind of product, whose faster library depends on its shape
-        onednn = weight_grad_library(grad.size(0), grad.size(1), x.size(1)) == 'onednn'
-        grad_w = weight_grad_onednn(grad, x) if onednn else grad.t() @ x
+    # (M, K): another kind of product, whose faster library depends on its shape
+    grad_w = weight_grad(grad, x) if ctx.needs_input_grad[1] else None
     return grad_x, grad_w
 
 onednn_linear.register_autograd(_onednn_linear_backward, setup_context=_onednn_linear_setup)
 
+@torch.library.custom_op("nanochat::onednn_linear_post", mutates_args=())
+def onednn_linear_post(x: torch.Tensor, weight: torch.Tensor, post: str,
+                       other: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """`onednn_linear` with an elementwise op applied to each block of the product while it is still in the cache (a
+    oneDNN post-op): post='relu' gives relu(x @ weight.T), post='mul' gives (x @ weight.T) * other, other (N, M).
+    No autograd of its own: a hand-written backward (the GPT notebook's MLP) calls it"""
+    if post == 'mul':
+        return torch.ops.mkldnn._linear_pointwise.binary(x, other, weight, None, "mul")
+    if post != 'relu':
+        raise ValueError(f"onednn_linear_post: post={post!r} is not one of relu, mul")
+    return torch.ops.mkldnn._linear_pointwise(x, weight, None, "relu", [], "")
+
+@onednn_linear_post.register_fake
+def _(x, weight, post, other=None):
+    return x.new_empty(x.size(0), weight.size(0))
+
 def _onednn_linear_flop(x_shape, weight_shape, *args, out_shape=None, **kwargs):
-    "FLOPs of `onednn_linear` for FlopCounterMode: those of x @ weight.T"
+    "FLOPs of `onednn_linear` (and `onednn_linear_post`) for FlopCounterMode: those of x @ weight.T"
     return 2 * x_shape[0] * x_shape[1] * weight_shape[0]
 
-if torch.ops.nanochat.onednn_linear not in flop_counter.flop_registry: # once per process (a cell may run again)
-    flop_counter.register_flop_formula(torch.ops.nanochat.onednn_linear)(_onednn_linear_flop)
+for _op in (torch.ops.nanochat.onednn_linear, torch.ops.nanochat.onednn_linear_post):
+    if _op not in flop_counter.flop_registry: # once per process (a cell may run again)
+        flop_counter.register_flop_formula(_op)(_onednn_linear_flop)
 
 _cpu_matmul = None # 'onednn' or 'blas', once cpu_matmul_backend() has decided
 _cpu_weight_grad = None # for the weight gradients of the products that go to oneDNN: 'by shape', or what the env forces
@@ -222,9 +244,13 @@ def _probed(x, macs):
         cpu_matmul_backend()
     return True
 
+def uses_onednn(x, weight):
+    "Whether `linear(x, weight)` goes to oneDNN: fp32 on a CPU, 4M multiply-adds or more, oneDNN the faster library"
+    return weight.dtype == torch.float32 and _probed(x, x.numel() * weight.size(0)) and _cpu_matmul == 'onednn'
+
 def linear(x, weight):
     "`F.linear(x, weight)` without bias; in fp32 on a CPU through oneDNN where `cpu_matmul_backend()` chose it"
-    if weight.dtype == torch.float32 and _probed(x, x.numel() * weight.size(0)) and _cpu_matmul == 'onednn':
+    if uses_onednn(x, weight):
         return onednn_linear(x.reshape(-1, x.size(-1)), weight).view(*x.shape[:-1], weight.size(0))
     return F.linear(x, weight)
 

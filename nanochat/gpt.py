@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['EMBEDDING_MODES', 'GPTConfig', 'RMSNormCPU', 'norm', 'has_ve', 'RotaryCPU', 'apply_rotary_emb', 'Linear',
-           'CausalSelfAttention', 'ReluSquared', 'MLP', 'Block', 'SoftcapCrossEntropy', 'softcap_cross_entropy',
-           'LinearSoftcapCrossEntropy', 'linear_softcap_cross_entropy', 'GPT', 'StructuredEmbedding']
+           'CausalSelfAttention', 'ReluSquared', 'MLPCPU', 'MLP', 'Block', 'SoftcapCrossEntropy',
+           'softcap_cross_entropy', 'LinearSoftcapCrossEntropy', 'linear_softcap_cross_entropy', 'GPT',
+           'StructuredEmbedding']
 
 # %% ../nbs/05_gpt.ipynb #28f7743d
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .common import get_compute_dtype, print0, linear, cpu_matmul_backend
-from .common import weight_grad_uses_onednn, weight_grad_onednn
+from .common import weight_grad_uses_onednn, weight_grad_onednn, weight_grad, uses_onednn
+from .common import onednn_linear, onednn_linear_post
 from .flash_attention import flash_attn, backend as attention_backend
 from fastcore.basics import patch # methods written in later cells join their class
 
@@ -214,6 +216,32 @@ class ReluSquared(torch.autograd.Function):
         return torch.addcmul(grad.new_zeros(()), grad, r, value=2) # 0 + 2 r g: one pass (grad * r * 2 is two)
 
 
+class MLPCPU(torch.autograd.Function):
+    """The MLP (c_fc, relu^2, c_proj) for fp32 training through oneDNN on a CPU, relu^2's passes folded into the
+    products (oneDNN post-ops): c_fc's applies the relu, and backward, the product that makes the gradient of c_fc's
+    output multiplies it by 2 r. The same bits as the three modules"""
+    @staticmethod
+    def forward(ctx, x, w_fc, w_proj):
+        x2 = x.reshape(-1, x.size(-1)) # (N, C)
+        r = onednn_linear_post(x2, w_fc, 'relu') # (N, 4C) = relu(x @ w_fc.T): no pass of its own
+        y = r * r
+        ctx.save_for_backward(x2, w_fc, w_proj, r, y) # what the three modules keep
+        ctx.x_shape = x.shape
+        return onednn_linear(y, w_proj).view(x.shape) # (..., C)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x2, w_fc, w_proj, r, y = ctx.saved_tensors
+        g = grad.reshape(-1, grad.size(-1)) # (N, C)
+        grad_w_proj = weight_grad(g, y) if ctx.needs_input_grad[2] else None # (C, 4C)
+        # the gradient of c_fc's output, 2 r (g @ w_proj), in one product: the 2 on the weight (times 2 is exact),
+        # r as the post-op, where ReluSquared's backward is a pass of its own over (N, 4C)
+        grad_h = onednn_linear_post(g, (2 * w_proj).t(), 'mul', r) # (N, 4C)
+        grad_x = onednn_linear(grad_h, w_fc.t()).view(ctx.x_shape) if ctx.needs_input_grad[0] else None
+        grad_w_fc = weight_grad(grad_h, x2) if ctx.needs_input_grad[1] else None # (4C, C)
+        return grad_x, grad_w_fc, grad_w_proj
+
+
 class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -221,6 +249,8 @@ class MLP(nn.Module):
         self.c_proj = Linear(4 * config.n_embd, config.n_embd, bias=False)
 
     def forward(self, x):
+        if x.requires_grad and uses_onednn(x, self.c_fc.weight) and not torch.compiler.is_compiling():
+            return MLPCPU.apply(x, self.c_fc.weight, self.c_proj.weight) # fp32 training through oneDNN on a CPU
         x = self.c_fc(x)
         x = ReluSquared.apply(x) # F.relu(x).square(), with a leaner backward
         x = self.c_proj(x)
