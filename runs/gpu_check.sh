@@ -6,6 +6,7 @@
 # On an H100 (torch 2.11) on 2026-11-26: all passed in 397 s, once ipywidgets was carried (12_engine imports it).
 # Again on an H100 on 2026-11-27 (at 5968691, per-shape weight gradients in): all passed in 471 s, the pipeline's
 # 13 stages in 205 s; and at 20237f6 (RotaryCPU in): all passed in 474 s, the pipeline's 13 stages in 186 s.
+# At de52873 (MLPCPU in), on an H100 on 2026-11-27: all passed in 423 s, the pipeline's 13 stages in 176 s.
 #   bash runs/gpu_check.sh             # sets up .venv first, as the other run scripts do
 #   SETUP=0 bash runs/gpu_check.sh     # in an environment that already has the project's packages (PYTHON=python3)
 set -uo pipefail
