@@ -426,9 +426,9 @@ def time_matmul_alone(name, shapes, dtype=torch.float32, reps=5, min_seconds=0.0
     """Seconds per call of the same operator on fresh contiguous operands of the same shapes, in `dtype` (the step's:
     the profiler records shapes, not dtypes), median of `reps` loops"""
     factors, op = MATMULS[name]
-    args = [torch.randn(s, dtype=dtype) for s in shapes[:factors.stop]]
-    if name == "mkldnn::_linear_pointwise":
-        args = [torch.randn(s, dtype=dtype) for s in matmul_factors(name, shapes)]  # its product, without a post-op
+    # oneDNN's call is timed on its two factors: its product, without a post-op
+    operands = matmul_factors(name, shapes) if name == "mkldnn::_linear_pointwise" else shapes[:factors.stop]
+    args = [torch.randn(s, dtype=dtype) for s in operands]
     t0 = time.perf_counter()
     op(*args)
     calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-6)))  # a loop long enough to time
