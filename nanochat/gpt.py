@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['EMBEDDING_MODES', 'GPTConfig', 'RMSNormCPU', 'norm', 'has_ve', 'RotaryCPU', 'apply_rotary_emb', 'Linear',
-           'CausalSelfAttention', 'ReluSquared', 'MLPCPU', 'MLP', 'Block', 'SoftcapCrossEntropy',
+           'CausalSelfAttention', 'ReluSquared', 'MLP', 'Block', 'MLPCPU', 'SoftcapCrossEntropy',
            'softcap_cross_entropy', 'LinearSoftcapCrossEntropy', 'linear_softcap_cross_entropy', 'GPT',
            'StructuredEmbedding']
 
@@ -216,32 +216,6 @@ class ReluSquared(torch.autograd.Function):
         return torch.addcmul(grad.new_zeros(()), grad, r, value=2) # 0 + 2 r g: one pass (grad * r * 2 is two)
 
 
-class MLPCPU(torch.autograd.Function):
-    """The MLP (c_fc, relu^2, c_proj) for fp32 training through oneDNN on a CPU, relu^2's passes folded into the
-    products (oneDNN post-ops): c_fc's applies the relu, and backward, the product that makes the gradient of c_fc's
-    output multiplies it by 2 r. The same bits as the three modules"""
-    @staticmethod
-    def forward(ctx, x, w_fc, w_proj):
-        x2 = x.reshape(-1, x.size(-1)) # (N, C)
-        r = onednn_linear_post(x2, w_fc, 'relu') # (N, 4C) = relu(x @ w_fc.T): no pass of its own
-        y = r * r
-        ctx.save_for_backward(x2, w_fc, w_proj, r, y) # what the three modules keep
-        ctx.x_shape = x.shape
-        return onednn_linear(y, w_proj).view(x.shape) # (..., C)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x2, w_fc, w_proj, r, y = ctx.saved_tensors
-        g = grad.reshape(-1, grad.size(-1)) # (N, C)
-        grad_w_proj = weight_grad(g, y) if ctx.needs_input_grad[2] else None # (C, 4C)
-        # the gradient of c_fc's output, 2 r (g @ w_proj), in one product: the 2 on the weight (times 2 is exact),
-        # r as the post-op, where ReluSquared's backward is a pass of its own over (N, 4C)
-        grad_h = onednn_linear_post(g, (2 * w_proj).t(), 'mul', r) # (N, 4C)
-        grad_x = onednn_linear(grad_h, w_fc.t()).view(ctx.x_shape) if ctx.needs_input_grad[0] else None
-        grad_w_fc = weight_grad(grad_h, x2) if ctx.needs_input_grad[1] else None # (4C, C)
-        return grad_x, grad_w_fc, grad_w_proj
-
-
 class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -250,7 +224,7 @@ class MLP(nn.Module):
 
     def forward(self, x):
         if x.requires_grad and uses_onednn(x, self.c_fc.weight) and not torch.compiler.is_compiling():
-            return MLPCPU.apply(x, self.c_fc.weight, self.c_proj.weight) # fp32 training through oneDNN on a CPU
+            return MLPCPU.apply(x, self.c_fc.weight, self.c_proj.weight) # fp32 training through oneDNN on a CPU: below
         x = self.c_fc(x)
         x = ReluSquared.apply(x) # F.relu(x).square(), with a leaner backward
         x = self.c_proj(x)
@@ -267,6 +241,31 @@ class Block(nn.Module):
         x = x + self.attn(norm(x), ve, cos_sin, window_size, kv_cache)
         x = x + self.mlp(norm(x))
         return x
+
+# %% ../nbs/05_gpt.ipynb #a3c51e72
+class MLPCPU(torch.autograd.Function):
+    """The MLP (c_fc, relu^2, c_proj) for fp32 training through oneDNN on a CPU, relu^2's passes folded into the
+    products (oneDNN post-ops): c_fc's applies the relu, and backward, the product that makes the gradient of c_fc's
+    output multiplies it by 2 r. The same bits as the three modules"""
+    @staticmethod
+    def forward(ctx, x, w_fc, w_proj):
+        x2 = x.reshape(-1, x.size(-1)) # (N, C)
+        r = onednn_linear_post(x2, w_fc, 'relu') # (N, 4C) = relu(x @ w_fc.T): no pass of its own
+        y = r * r
+        ctx.save_for_backward(x2, w_fc, w_proj, r, y) # what the three modules keep
+        return onednn_linear(y, w_proj).view(x.shape) # (..., C)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x2, w_fc, w_proj, r, y = ctx.saved_tensors
+        g = grad.reshape(-1, grad.size(-1)) # (N, C)
+        grad_w_proj = weight_grad(g, y) if ctx.needs_input_grad[2] else None # (C, 4C)
+        # the gradient of c_fc's output, 2 r (g @ w_proj), in one product: the 2 on the weight (times 2 is exact),
+        # r as the post-op, where ReluSquared's backward is a pass of its own over (N, 4C)
+        grad_h = onednn_linear_post(g, (2 * w_proj).t(), 'mul', r) # (N, 4C)
+        grad_x = onednn_linear(grad_h, w_fc.t()).view(grad.shape) if ctx.needs_input_grad[0] else None # x's shape
+        grad_w_fc = weight_grad(grad_h, x2) if ctx.needs_input_grad[1] else None # (4C, C)
+        return grad_x, grad_w_fc, grad_w_proj
 
 # %% ../nbs/05_gpt.ipynb #7cfb3d47
 class SoftcapCrossEntropy(torch.autograd.Function):
