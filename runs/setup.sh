@@ -23,8 +23,13 @@ print(f"== setup: torch {torch.__version__}, nbdev {nbdev.__version__}, execnb {
 PY
   rm -f .venv/.stamp-*; touch "$stamp"
 fi
-# git hooks: nbdev's merge driver for notebooks + a pre-commit check that notebooks are clean and exported
+# git hooks: nbdev's merge driver for notebooks + a pre-commit check that notebooks are clean and exported. nbdev's
+# driver and post-merge hook call its tools from PATH; ours call them from .venv (a pull or merge from a shell without
+# it activated must not print "command not found" or leave a notebook half-merged)
 if [ -d .git ]; then
   (. .venv/bin/activate && nbdev_install_hooks >/dev/null 2>&1) || true
-  install -m 755 runs/hooks/pre-commit .git/hooks/pre-commit
+  install -m 755 runs/hooks/pre-commit runs/hooks/post-merge .git/hooks/
+  git config --local include.path ../.gitconfig
+  git config -f .gitconfig merge.nbdev-merge.name "resolve conflicts with nbdev_fix"
+  git config -f .gitconfig merge.nbdev-merge.driver "bash runs/hooks/nbdev-merge %O %A %B %P"
 fi
