@@ -25,7 +25,7 @@ PY
 fi
 # git hooks: nbdev's merge driver for notebooks + a pre-commit check that notebooks are clean and exported. nbdev's
 # driver and post-merge hook call its tools from PATH; ours call them from .venv (a pull or merge from a shell without
-# it activated must not print "command not found" or leave a notebook half-merged)
+# it activated must not print "command not found" or leave a notebook as one side of the merge)
 if [ -d .git ]; then
   (. .venv/bin/activate && nbdev_install_hooks >/dev/null 2>&1) || true
   install -m 755 runs/hooks/pre-commit runs/hooks/post-merge .git/hooks/
