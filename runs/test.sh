@@ -8,6 +8,7 @@
 #   gate 7: JupyterLab as a learner meets it: Restart Kernel and Run All Cells on 12_engine (runs/lab_check.py)
 #   gate 8: exported code reads like nanochat: one statement per line, no line over 120, no unused import (runs/lint.py)
 #   gate 9: where the CPU has bf16 units, the notebooks that branch on them run again with kernels capped at AVX2
+#   gate 10: a conflict in a notebook merges into marked cells through the driver setup configured, nbdev not on PATH
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash runs/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -27,6 +28,10 @@ nbdev_export >/dev/null 2>&1
 python runs/readme.py --check && ok "README.md in sync with nbs/index.ipynb" || bad "README.md out of sync (run: python runs/readme.py)"
 python runs/check_deps.py && ok "no notebook imports from a later one" || bad "a notebook imports from a later one (runs/check_deps.py)"
 python runs/lint.py && ok "exported code: one statement per line, lines <= 120, no unused imports" || bad "lint (runs/lint.py)"
+if [ -d .git ]; then  # runs/setup.sh configures git's notebook merge driver in a checkout with its own .git
+  bash runs/merge_check.sh && ok "a notebook conflict merges into marked cells, nbdev not on PATH" \
+    || bad "notebook merge driver (runs/merge_check.sh)"
+fi
 
 # the browser tests (web chat, docs) use Debian's Chromium; install it so they run instead of skipping
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
