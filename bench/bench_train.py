@@ -33,9 +33,9 @@ optimizers), once as this project ships it and once with nanochat's step structu
   symmetric: `X @ X.mT`, `A @ A`, and in fp32 the Gram iteration's, and hands a tall matrix's result back in its own
   layout rather than as a transposed view);
 - the linear layers: nanochat's `nn.Linear`, whose fp32 products on a CPU go to torch's BLAS (MKL); the project's
-  `Linear` calls oneDNN instead where common's probe finds it faster (`cpu_matmul_backend`), and so do the fused
-  loss's logits and input gradient; each weight gradient goes to oneDNN where a probe of its own shape finds it
-  faster (`weight_grad_library`: capped at AVX2 some shapes, with AVX-512 on an AMD CPU, which MKL does not use
+  `Linear` calls oneDNN instead where a probe of the product's shape finds it faster (`linear_library`), and so
+  can the fused loss's logits and input gradient; each weight gradient goes to oneDNN where a probe of its own shape
+  finds it faster (`weight_grad_library`: capped at AVX2 some shapes, with AVX-512 on an AMD CPU, which MKL does not use
   there, all of them);
 - compiled mode: the model and the Muon step are compiled on both sides (nanochat always compiles its Muon step;
   the project compiles it when `--compile=1`); eager mode compiles nothing on either side;
@@ -97,11 +97,18 @@ def cpu_report():
             f"| fp32 matmuls: {cpu_matmul_backend()}, their weight gradients: {common._cpu_weight_grad}")
 
 
-def weight_grad_report():
-    "The weight gradients' shapes timed in this process and the library each went to, or '' if none was timed"
+def library_report():
+    "The products' and weight gradients' shapes timed in this process and the library each went to ('' if none was)"
     import nanochat.common as common
+    lines = []
+    products = sorted(common._linear_shapes.items())
+    if products:
+        lines.append("products (rows, M, K, weight contiguous) -> library: "
+                     + ", ".join(f"{k} {v}" for k, v in products))
     shapes = sorted(common._weight_grad_shapes.items())
-    return "weight gradients (rows, M, K) -> library: " + ", ".join(f"{k} {v}" for k, v in shapes) if shapes else ""
+    if shapes:
+        lines.append("weight gradients (rows, M, K) -> library: " + ", ".join(f"{k} {v}" for k, v in shapes))
+    return "\n".join(lines)
 
 
 def check_inductor_cache():
@@ -563,7 +570,7 @@ def main():
           + ", ".join(f"{str(d).removeprefix('torch.')} {p / 1e9:.0f} GFLOP/s" for d, p in PEAKS.items()))
     dtypes = {name: str(r["run"].train_dtype).removeprefix("torch.") for name, r in rows[0][3].items()}
     print(f"(nanochat trains in {dtypes['nanochat']} on a CPU; the project here in {dtypes['project']})")
-    timed = weight_grad_report()
+    timed = library_report()
     if timed:
         print(timed)
     print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios; MFU: the median "

@@ -377,7 +377,7 @@ class GPT(nn.Module):
         self.config = config
         self.token_metadata = token_metadata # read by init_weights; a checkpoint carries it in the embedding's buffers
         attention_backend() # pick (and announce) FA3 or SDPA now, outside any torch.compile trace
-        cpu_matmul_backend() # and the fp32 CPU matmul library, timed once per process (compiled code reads it)
+        cpu_matmul_backend() # and how fp32 CPU products pick their library (compiled code reads it)
         self.window_sizes = self._compute_window_sizes(config) # per layer (left, right), FA3 style
         padded_vocab_size = ((config.vocab_size + pad_vocab_size_to - 1) // pad_vocab_size_to) * pad_vocab_size_to
         if padded_vocab_size != config.vocab_size:
