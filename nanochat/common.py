@@ -220,6 +220,17 @@ def _probe_rows(rows):
     "The rows a shape is timed and remembered under: `rows` rounded up to a power of two, at most PROBE_MAX_ROWS"
     return min(1 << (rows - 1).bit_length(), PROBE_MAX_ROWS)
 
+def _shape_library(shapes, key, products, ratio):
+    """The library `shapes` remembers for `key`, else the faster of `products(g)` ({'blas': fn, 'onednn': fn}, their
+    operands drawn from the generator g), timed now and remembered. Compiled code cannot time: the BLAS, unremembered"""
+    if key not in shapes:
+        if torch.compiler.is_compiling():
+            return 'blas'
+        # not the global generator: a model's first product may come between a run's seed and its data
+        g = torch.Generator().manual_seed(0)
+        shapes[key] = _faster_library(products(g), ratio)
+    return shapes[key]
+
 def linear_library(rows, m, k, contiguous=True, ratio=1.05):
     """'onednn' or 'blas' for the product `x @ weight.T`, x (rows, k) and weight (m, k) (`contiguous`: laid out as
     such, else a transposed view), and its input gradient: the library that ran it faster on its first call with this
@@ -227,18 +238,13 @@ def linear_library(rows, m, k, contiguous=True, ratio=1.05):
     compiling goes to the BLAS"""
     if _cpu_matmul != 'by shape':
         return _cpu_matmul
-    key = (_probe_rows(rows), m, k, contiguous)
-    if key not in _linear_shapes:
-        if torch.compiler.is_compiling():
-            return 'blas'
-        # not the global generator: a model's first product may come between a run's seed and its data
-        g = torch.Generator().manual_seed(0)
-        x = torch.randn(key[0], k, generator=g, device='cpu') # on the CPU even under `with torch.device('meta')`
+    rows = _probe_rows(rows)
+    def products(g):
+        x = torch.randn(rows, k, generator=g, device='cpu') # on the CPU even under `with torch.device('meta')`
         w = torch.randn(*((m, k) if contiguous else (k, m)), generator=g, device='cpu')
         w = w if contiguous else w.t() # (m, k) in the layout it is passed in: a transposed view
-        _linear_shapes[key] = _faster_library({'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)},
-                                              ratio)
-    return _linear_shapes[key]
+        return {'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)}
+    return _shape_library(_linear_shapes, (rows, m, k, contiguous), products, ratio)
 
 def weight_grad_library(rows, m, k, ratio=1.05):
     """'onednn' or 'blas' for the weight gradient `grad.T @ x`, grad (rows, m) and x (rows, k): the library that ran
@@ -246,15 +252,12 @@ def weight_grad_library(rows, m, k, ratio=1.05):
     forces applies instead; compiled code cannot time, so a shape first met while compiling goes to the BLAS"""
     if _cpu_weight_grad != 'by shape':
         return _cpu_weight_grad
-    key = (_probe_rows(rows), m, k)
-    if key not in _weight_grad_shapes:
-        if torch.compiler.is_compiling():
-            return 'blas'
-        g = torch.Generator().manual_seed(0)
-        grad, x = torch.randn(key[0], m, generator=g), torch.randn(key[0], k, generator=g)
-        _weight_grad_shapes[key] = _faster_library({'blas': lambda: grad.t() @ x,
-                                                    'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}, ratio)
-    return _weight_grad_shapes[key]
+    rows = _probe_rows(rows)
+    def products(g):
+        grad = torch.randn(rows, m, generator=g, device='cpu')
+        x = torch.randn(rows, k, generator=g, device='cpu')
+        return {'blas': lambda: grad.t() @ x, 'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}
+    return _shape_library(_weight_grad_shapes, (rows, m, k), products, ratio)
 
 ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call costs ~10 us more
 
