@@ -68,6 +68,8 @@ on a CPU with bf16 units, where Muon orthogonalizes in bf16); computing the cap 
 2.0459; and across seeds 42, 1 and 2 (capped, fp32) nanochat's structure gave 2.0378, 2.0351 and 2.0411, the
 project 2.0495, 2.0294 and 2.0249. A difference of a few tenths of a percent in one run is within what rounding
 alone does; the mean over seeds is what the goal reads.
+Beside each speed-up, the FLOP ratio: nanochat's matmul FLOPs per step over the project's (the model's are the same
+on both sides; Muon's are not), the speed-up if every matmul ran at one speed and nothing else took time.
 Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """
 import argparse, contextlib, os, re, statistics, tempfile, time
@@ -369,6 +371,23 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
     return out
 
 
+def flop_ratio(side, depth, seq):
+    """nanochat's matmul FLOPs per step over the project's: the model's (6N + attention, the same on both sides) plus
+    each side's optimizer (Muon's orthogonalization; `count_step_flops`, one eager step of each). The speed-up the
+    project would show if every matmul ran at the same speed on both sides and nothing else took any time: a row
+    above it gains from what is not matmul (fewer passes) or from faster products (another library)"""
+    from nanochat.common import parse_config
+    from nanochat.scripts.base_train import TrainConfig, setup, train_step, count_step_flops
+    total = {}
+    for name in ("nanochat", "project"):
+        side.use(name)
+        run = setup(parse_config(TrainConfig, train_flags(depth, seq, False, 100, f"flops_{name}")))
+        train_step(run)  # the first step times each product shape's library (00_common): not the step's own FLOPs
+        total[name] = run.num_flops_per_token * 8 * seq + count_step_flops(run)["optimizer"]
+    side.use("project")
+    return total["nanochat"] / total["project"]
+
+
 def speed_up(r):
     """The project's speed-up in a row: nanochat's median step over the project's, and in brackets the middle half
     (quartiles) of the step-by-step ratios of the steps the two took one after the other: how far to trust it"""
@@ -551,7 +570,10 @@ def main():
         return compare_bpb(side, args.bpb_steps, args.eval_tokens, bpb_seeds(args.bpb_seeds))
     measure(4, 256, False, WARMUP + 2, extra=["--model-tag=warmup"])  # the process's own first-run costs, untimed
     rows = []
+    ratios = {}  # (depth, seq) -> the matmul FLOP ratio, the same for the eager and the compiled row
     for depth, seq, comp in configs:
+        if (depth, seq) not in ratios:
+            ratios[depth, seq] = flop_ratio(side, depth, seq)
         labels = variants()
 
         def use(label, reset):
@@ -563,7 +585,7 @@ def main():
         f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {mfu_text(n, seq)}) | project {q['tok_s']:7,.0f} tok/s (MFU {mfu_text(q, seq)}) "
-              f"| {speed_up(r)}{f32}{row_notes(r)}", flush=True)
+              f"| {speed_up(r)} (FLOP ratio {ratios[depth, seq]:.2f}x){f32}{row_notes(r)}", flush=True)
         for dtype, peak in measure_peaks().items():  # re-measured after every row (see PEAKS)
             PEAKS[dtype] = max(PEAKS[dtype], peak)
     print("\nMFU against the highest matmul peak measured in this run in the dtype each side trains in: "
@@ -573,17 +595,18 @@ def main():
     timed = library_report()
     if timed:
         print(timed)
-    print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios; MFU: the median "
-          "step's, in brackets the quartiles of the steps' MFUs)")
-    print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | MFU nanochat | MFU project "
-          "| project in fp32: tok/s, speed-up |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n(speed-up: the medians' ratio, in brackets the quartiles of the step-by-step ratios; FLOP ratio: "
+          "nanochat's matmul FLOPs per step over the project's, the speed-up if every matmul ran at one speed and "
+          "nothing else took time; MFU: the median step's, in brackets the quartiles of the steps' MFUs)")
+    print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | FLOP ratio | MFU nanochat "
+          "| MFU project | project in fp32: tok/s, speed-up |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for depth, seq, comp, r in rows:
         n, q = r["nanochat"], r["project"]
         f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x"
                if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
-              f"| {speed_up(r)} | {mfu_text(n, seq)} | {mfu_text(q, seq)} | {f32} |"
+              f"| {speed_up(r)} | {ratios[depth, seq]:.2f}x | {mfu_text(n, seq)} | {mfu_text(q, seq)} | {f32} |"
               + row_notes(r))
     if args.quick or args.bpb_steps <= 0:
         return
