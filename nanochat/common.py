@@ -6,12 +6,12 @@
 __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging',
            'get_dist_info', 'is_ddp', 'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds',
            'onednn_available', 'onednn_linear', 'weight_grad_onednn', 'weight_grad', 'onednn_linear_post',
-           'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn', 'linear',
-           'weight_grad_uses_onednn', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype',
-           'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init',
-           'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
-           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
-           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'cpu_matmul_choices',
+           'restore_cpu_matmul_choices', 'uses_onednn', 'linear', 'weight_grad_uses_onednn', 'cpu_bf16_matmul_is_fast',
+           'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory',
+           'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser',
+           'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
+           'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
@@ -259,6 +259,26 @@ def weight_grad_library(rows, m, k, ratio=1.05):
         return {'blas': lambda: grad.t() @ x, 'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}
     return _shape_library(_weight_grad_shapes, (rows, m, k), products, ratio)
 
+def cpu_matmul_choices():
+    """The answers this process's probes have given so far, JSON-friendly: {'linear': [[rows, M, K, contiguous,
+    library], ...], 'weight_grad': [[rows, M, K, library], ...]}. A checkpoint keeps them for a resumed run"""
+    return {'linear': [[*key, library] for key, library in sorted(_linear_shapes.items())],
+            'weight_grad': [[*key, library] for key, library in sorted(_weight_grad_shapes.items())]}
+
+def restore_cpu_matmul_choices(choices):
+    """Give the probes' answers in `choices` (`cpu_matmul_choices()` of an earlier process) instead of timing those
+    shapes again; nothing changes if one entry is malformed"""
+    restored = {'linear': {}, 'weight_grad': {}}
+    for name, n_key, layout in (('linear', 4, 'rows, M, K, contiguous'), ('weight_grad', 3, 'rows, M, K')):
+        for entry in choices.get(name, []):
+            ints = isinstance(entry, list) and len(entry) == n_key + 1 and all(type(v) is int for v in entry[:3])
+            if not ints or entry[-1] not in ('onednn', 'blas') or (n_key == 4 and type(entry[3]) is not bool):
+                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not [{layout}, 'onednn' or 'blas']")
+            restored[name][tuple(entry[:-1])] = entry[-1]
+    # they win over this process's own timings: they are what the run being continued used
+    _linear_shapes.update(restored['linear'])
+    _weight_grad_shapes.update(restored['weight_grad'])
+
 ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call costs ~10 us more
 
 def _probed(x, macs):
@@ -453,6 +473,20 @@ class StageRun:
         # keep) new ones at every step; rounded up to a multiple of SHAPE_BUCKET the widths repeat
         cpu_bf16 = self.device_type == 'cpu' and self.train_dtype != torch.float32
         return SHAPE_BUCKET if self.shapes_vary and cpu_bf16 else 1
+
+    def matmul_choices_for_meta(self):
+        "Each rank's `cpu_matmul_choices()`, for a checkpoint's meta; collective under torchrun (every rank calls it)"
+        per_rank = [cpu_matmul_choices()] * self.world_size
+        if self.ddp:
+            dist.all_gather_object(per_rank, per_rank[0])
+        return per_rank
+
+    def resume_matmul_choices(self, meta):
+        """Answer the CPU library probes as the checkpointed run did (its `cpu_matmul_choices`: this rank's, rank 0's
+        under another world size); called before the resumed process's first product"""
+        per_rank = meta.get('cpu_matmul_choices') or []  # checkpoints from before they were kept have none
+        if per_rank:
+            restore_cpu_matmul_choices(per_rank[self.rank] if len(per_rank) == self.world_size else per_rank[0])
 
 # %% ../nbs/00_common.ipynb #db4f2d29
 def str2bool(s):

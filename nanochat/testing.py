@@ -5,10 +5,11 @@
 # %% auto #0
 __all__ = ['ALPHABET_TASKS', 'CHROMIUM_ARGS', 'TINY_FLAGS', 'TINY_MID_FLAGS', 'closed_port', 'LocalServer', 'AlphabetLM',
            'write_eval_bundle', 'write_shards', 'real_data_dir', 'find_chromium', 'outside_event_loop',
-           'run_ddp_script', 'tiny_setup', 'save_babbler_checkpoint']
+           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'kept_probe_shapes', 'save_babbler_checkpoint']
 
 # %% ../nbs/00_testing.ipynb #e986dfc6
-import os, json, socket, tempfile, threading, collections, http.server
+import os, json, socket, tempfile, threading, contextlib, collections, http.server
+from unittest import mock
 import urllib.parse
 from pathlib import Path
 import torch
@@ -199,6 +200,35 @@ TINY_FLAGS = ["--depth=2", "--aspect-ratio=32", "--head-dim=32", "--max-seq-len=
 TINY_MID_FLAGS = ["--device-type=cpu", "--compile=False", "--max-seq-len=64", "--device-batch-size=4",
                   "--total-batch-size=256", "--eval-tokens=1024",
                   "--mixture=SyntheticArithmetic:400,identity,SimpleSpelling:600"]  # keep --mixture last
+
+@contextlib.contextmanager
+def fresh_cpu_matmul_probes():
+    """The CPU library probes as a new process has them, nothing timed, inside the `with` block; yields the set of the
+    shapes timed inside. The answers from before are back afterwards"""
+    from nanochat import common
+    shape_maps = (common._linear_shapes, common._weight_grad_shapes)
+    before = [dict(shapes) for shapes in shape_maps]
+    timed = set()
+    shape_library = common._shape_library
+    def timing_spy(shapes, key, products, ratio):
+        known = key in shapes
+        library = shape_library(shapes, key, products, ratio)
+        if not known and key in shapes:
+            timed.add(key)
+        return library
+    for shapes in shape_maps:
+        shapes.clear()
+    try:
+        with mock.patch.object(common, '_shape_library', timing_spy):
+            yield timed
+    finally:
+        for shapes, old in zip(shape_maps, before):
+            shapes.clear()
+            shapes.update(old)
+
+def kept_probe_shapes(meta, rank=0):
+    "The shapes whose CPU library a checkpoint's meta keeps (rank `rank`'s answers), as the probes key them"
+    return {tuple(entry[:-1]) for entries in meta["cpu_matmul_choices"][rank].values() for entry in entries}
 
 # %% ../nbs/00_testing.ipynb #d6a8f96e
 def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', alphabet='abcdefghijklmnopqrstuvwxyz ',

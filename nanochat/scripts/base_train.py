@@ -186,6 +186,7 @@ def _setup_model(run, cfg):
     if cfg.resume_from_step != -1:
         resume = _load_resume(cfg, run.checkpoint_dir, run.device, run.rank)  # (model, optimizers, meta)
         model.load_state_dict(resume[0], strict=True, assign=True)
+        run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = model  # uncompiled: for eval, sampling and saving
     if cfg.compile:
         model.time_cpu_products(cfg.device_batch_size, cfg.max_seq_len, run.train_dtype)  # compiled code cannot time
@@ -404,7 +405,8 @@ def save(run):
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": asdict(run.orig_model.config),
             "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
             "max_seq_len": cfg.max_seq_len, "total_batch_size": cfg.total_batch_size,
-            "dataloader_state_dict": states[0], "dataloader_state_dicts": states, "loop_state": loop_state}
+            "dataloader_state_dict": states[0], "dataloader_state_dicts": states, "loop_state": loop_state,
+            "cpu_matmul_choices": run.matmul_choices_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(),
                     [opt.state_dict() for opt in run.optimizers], meta, rank=run.rank)
 

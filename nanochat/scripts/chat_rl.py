@@ -241,6 +241,7 @@ def setup(cfg, train_task=None, val_task=None):
             opt.load_state_dict(opt_state)
         run.optimizer_states = None  # free the checkpoint tensors
         run.state = RLState(**meta["loop_state"], step=meta["step"])
+        run.resume_matmul_choices(meta)  # before any product: it rounds as the run it continues
     else:
         run.state = RLState()
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat-rl", config=asdict_config(cfg))
@@ -378,7 +379,8 @@ def save(run):
     from nanochat.checkpoint_manager import save_checkpoint
     st, cfg = run.state, run.cfg
     meta = {"step": st.step, "model_config": asdict(run.model.config), "user_config": asdict_config(cfg),
-            "num_steps": run.num_steps, "loop_state": {k: v for k, v in asdict(st).items() if k != "step"}}
+            "num_steps": run.num_steps, "loop_state": {k: v for k, v in asdict(st).items() if k != "step"},
+            "cpu_matmul_choices": run.matmul_choices_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.model.state_dict(), [opt.state_dict() for opt in run.optimizers],
                     meta, rank=run.rank)
 
