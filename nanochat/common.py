@@ -485,8 +485,13 @@ class StageRun:
         """Answer the CPU library probes as the checkpointed run did (its `cpu_matmul_choices`: this rank's, rank 0's
         under another world size); called before the resumed process's first product"""
         per_rank = meta.get('cpu_matmul_choices') or []  # checkpoints from before they were kept have none
-        if per_rank:
+        if not per_rank:
+            return
+        try:
             restore_cpu_matmul_choices(per_rank[self.rank] if len(per_rank) == self.world_size else per_rank[0])
+        except ValueError as e:
+            raise ValueError(f"the checkpoint's meta: {e}. Delete its 'cpu_matmul_choices' to resume with the "
+                             f"shapes timed again (the run may then round differently)") from e
 
 # %% ../nbs/00_common.ipynb #db4f2d29
 def str2bool(s):
