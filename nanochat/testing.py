@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['ALPHABET_TASKS', 'CHROMIUM_ARGS', 'TINY_FLAGS', 'TINY_MID_FLAGS', 'closed_port', 'LocalServer', 'AlphabetLM',
            'write_eval_bundle', 'write_shards', 'real_data_dir', 'find_chromium', 'outside_event_loop',
-           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'kept_probe_shapes', 'save_babbler_checkpoint']
+           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'assert_kept_shapes_untimed',
+           'save_babbler_checkpoint']
 
 # %% ../nbs/00_testing.ipynb #e986dfc6
 import os, json, socket, tempfile, threading, contextlib, collections, http.server
@@ -226,9 +227,13 @@ def fresh_cpu_matmul_probes():
             shapes.clear()
             shapes.update(old)
 
-def kept_probe_shapes(meta, rank=0):
-    "The shapes whose CPU library a checkpoint's meta keeps (rank `rank`'s answers), as the probes key them"
-    return {tuple(entry[:-1]) for entries in meta["cpu_matmul_choices"][rank].values() for entry in entries}
+def assert_kept_shapes_untimed(timed, meta):
+    """Check a resumed run against its checkpoint's `meta`: none of the shapes whose CPU library the meta keeps (rank
+    0's) is in `timed` (what `fresh_cpu_matmul_probes` yielded), and the meta keeps some where the probes decide"""
+    from nanochat.common import cpu_matmul_backend
+    kept = {tuple(entry[:-1]) for entries in meta["cpu_matmul_choices"][0].values() for entry in entries}
+    assert not timed & kept, f"timed again, though the checkpoint kept them: {sorted(timed & kept)}"
+    assert kept or cpu_matmul_backend() != "by shape", "the checkpoint kept no CPU library choices"
 
 # %% ../nbs/00_testing.ipynb #d6a8f96e
 def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', alphabet='abcdefghijklmnopqrstuvwxyz ',
