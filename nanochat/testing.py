@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['ALPHABET_TASKS', 'CHROMIUM_ARGS', 'TINY_FLAGS', 'TINY_MID_FLAGS', 'closed_port', 'LocalServer', 'AlphabetLM',
            'write_eval_bundle', 'write_shards', 'real_data_dir', 'find_chromium', 'outside_event_loop',
-           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'assert_kept_shapes_untimed',
-           'save_babbler_checkpoint']
+           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'assert_kept_shapes_untimed', 'Killed',
+           'kill_after', 'save_babbler_checkpoint']
 
 # %% ../nbs/00_testing.ipynb #e986dfc6
 import os, json, socket, tempfile, threading, contextlib, collections, http.server
@@ -234,6 +234,17 @@ def assert_kept_shapes_untimed(timed, meta):
     kept = {tuple(entry[:-1]) for entries in meta["cpu_matmul_choices"][0].values() for entry in entries}
     assert not timed & kept, f"timed again, though the checkpoint kept them: {sorted(timed & kept)}"
     assert kept or cpu_matmul_backend() != "by shape", "the checkpoint kept no CPU library choices"
+
+class Killed(Exception):
+    "What `kill_after` raises: a run that dies mid-way"
+
+def kill_after(step):
+    "An `on_step` hook for a training loop that kills the run once it has trained `step` (`run.state.step == step`)"
+    def hook(run):
+        if run.state.step == step:
+            raise Killed(f"killed after step {step}")
+    return hook
+
 
 # %% ../nbs/00_testing.ipynb #d6a8f96e
 def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', alphabet='abcdefghijklmnopqrstuvwxyz ',

@@ -167,24 +167,15 @@ class Run(StageRun):
     wandb: Any = None  # a wandb run, or DummyWandb
 
 # %% ../../nbs/24_base_train.ipynb #75131f2f
-def _load_resume(cfg, checkpoint_dir, device, rank):
-    "Model/optimizer/meta of `--resume-from-step`, with a clear error when the checkpoint is missing"
-    from nanochat.checkpoint_manager import load_checkpoint
-    if not os.path.isdir(checkpoint_dir):
-        parent = os.path.dirname(checkpoint_dir)
-        tags = sorted(os.listdir(parent)) if os.path.isdir(parent) else []
-        raise FileNotFoundError(f"--resume-from-step={cfg.resume_from_step}: no checkpoint directory {checkpoint_dir} "
-                                f"(model tags present: {tags or 'none'}); check --model-tag / --depth")
-    return load_checkpoint(checkpoint_dir, cfg.resume_from_step, device, load_optimizer=True, rank=rank)
-
 def _setup_model(run, cfg):
     "Build, initialise or restore the model and its optimizers; returns the checkpoint resumed from (or None)"
+    from nanochat.checkpoint_manager import load_resume_checkpoint
     model = build_model_meta(cfg, run.tokenizer.get_vocab_size(), token_metadata=run.token_metadata)
     model.to_empty(device=run.device)
     model.init_weights()
     resume = None
     if cfg.resume_from_step != -1:
-        resume = _load_resume(cfg, run.checkpoint_dir, run.device, run.rank)  # (model, optimizers, meta)
+        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "base")
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = model  # uncompiled: for eval, sampling and saving

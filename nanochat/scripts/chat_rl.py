@@ -192,7 +192,7 @@ class RLRun(StageRun):
 # %% ../../nbs/29_chat_rl.ipynb #cff87a73
 def _load_start(run, cfg):
     "The model to start from (--source) or to resume (the RL checkpoint), and that checkpoint's meta"
-    from nanochat.checkpoint_manager import resolve_checkpoint, build_model, get_checkpoints_dir, load_checkpoint
+    from nanochat.checkpoint_manager import resolve_checkpoint, build_model, get_checkpoints_dir, load_resume_checkpoint
     source_dir, source_step = resolve_checkpoint(cfg.source, cfg.model_tag, cfg.model_step)  # error names the command
     run.model_tag = os.path.basename(source_dir)
     run.checkpoint_dir = os.path.join(get_checkpoints_dir("rl"), run.model_tag)
@@ -204,14 +204,10 @@ def _load_start(run, cfg):
             command = f"python -m nanochat.scripts.{'chat_sft' if cfg.source == 'sft' else 'mid_train'}"
             raise FileNotFoundError(f"{e}: no step {source_step} of --source={cfg.source} --model-tag={run.model_tag}; "
                                     f"check --model-step, or create it with: {command}") from e
-    try:
-        model, tokenizer, meta = build_model(run.checkpoint_dir, cfg.resume_from_step, run.device, phase="eval")
-        _, run.optimizer_states, _ = load_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device,
-                                                     load_optimizer=True, rank=run.rank)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"--resume-from-step={cfg.resume_from_step}: {e} (RL checkpoints of this model are "
-                                f"in {run.checkpoint_dir}; check --model-tag)") from e
-    return model, tokenizer, meta
+    # the optimizer states first: the error for a step that cannot be resumed from lists those that can
+    _, run.optimizer_states, _ = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank,
+                                                        "RL")
+    return build_model(run.checkpoint_dir, cfg.resume_from_step, run.device, phase="eval")
 
 def setup(cfg, train_task=None, val_task=None):
     "Device, tasks, model, engine, optimizers, horizon and loop state for a run of `cfg`"

@@ -51,6 +51,9 @@ class SFTConfig:
     eval_steps: int = 100  # batches per val loss evaluation
     eval_metrics_every: int = 200  # chat_eval accuracies every N steps and at the end (-1 = disable)
     eval_metrics_max_problems: int = 1024  # at most this many problems per task
+    # Checkpoints
+    save_every: int = -1  # also save a resumable checkpoint every N steps (-1 = only the final one)
+    resume_from_step: int = -1  # resume from this step's SFT checkpoint (-1 = start from --source)
 
 # %% ../../nbs/28_chat_sft.ipynb #5c0aacf0
 def sft_collate(batch, pad_token_id, pad_multiple=1):
@@ -67,19 +70,24 @@ def sft_collate(batch, pad_token_id, pad_multiple=1):
         targets[i, :n] = row_targets
     return inputs, targets
 
-def sft_data_generator(tokenizer, dataset, batch_size, device, max_tokens=2048, rank=0, world_size=1, pad_multiple=1):
-    "nanochat's SFT batches: rank r renders examples r, r+W, ... (cycling over epochs), `batch_size` per batch"
+def sft_data_generator(tokenizer, dataset, batch_size, device, max_tokens=2048, rank=0, world_size=1, pad_multiple=1,
+                       start=0):
+    """nanochat's SFT batches: rank r renders examples r, r+W, ... (cycling over epochs), `batch_size` per batch,
+    after skipping the first `start` examples of that sequence (a resumed run's position)"""
     if len(dataset) <= rank:
         raise ValueError(f"rank {rank} gets no example from a dataset of {len(dataset)}")
     pad_token_id = tokenizer.encode_special("<|assistant_end|>")
+    owned = range(rank, len(dataset), world_size)  # this rank's examples, in order
+    skip = start % len(owned)  # whole epochs skipped for free: the order is the same in each
     batch = []
     while True:
-        for i in range(rank, len(dataset), world_size):
+        for i in owned[skip:]:
             batch.append(tokenizer.render_conversation(dataset[i], max_tokens=max_tokens))
             if len(batch) == batch_size:
                 inputs, targets = sft_collate(batch, pad_token_id, pad_multiple)
                 yield inputs.to(device), targets.to(device)
                 batch = []
+        skip = 0  # later epochs start at the beginning
 
 # %% ../../nbs/28_chat_sft.ipynb #38b0d494
 SFT_MIXTURE = {  # nanochat a91743c: (task, split, kwargs)
@@ -121,6 +129,13 @@ class SFTState:
     losses: list = field(default_factory=list)  # (step, train loss)
     val_losses: list = field(default_factory=list)  # (step, val loss)
 
+    @classmethod
+    def from_meta(cls, meta):
+        "The state a checkpoint's meta saved (JSON made its (step, value) pairs lists: tuples again)"
+        loop = meta["loop_state"]
+        return cls(**{**loop, "losses": [tuple(p) for p in loop["losses"]],
+                      "val_losses": [tuple(p) for p in loop["val_losses"]]})
+
 @dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
 class SFTRun(StageRun):
     "What one SFT run holds; `setup` fills it in"
@@ -138,21 +153,23 @@ class SFTRun(StageRun):
     # Data
     train_ds: Any = None  # the training mixture (a TaskMixture)
     val_ds: Any = None  # the validation mixture
-    batches: Callable = None  # (dataset, pad_multiple) -> this rank's padded (inputs, targets) batches, cycling
+    batches: Callable = None  # (dataset, pad_multiple, start) -> this rank's padded (inputs, targets) batches, cycling
     grad_accum_steps: int = 1  # micro-batches per optimizer step
-    train_loader: Iterator = None  # batches(train_ds, pad_multiple)
+    train_loader: Iterator = None  # batches(train_ds, pad_multiple, the examples this rank has already trained on)
     # Horizon and metrics
     num_iterations: int = 0  # optimizer steps to take
     num_flops_per_token: int = 0  # model FLOPs per token, forward + backward (GPT.estimate_flops)
     peak_flops: float = 0.0  # peak FLOP/s of all ranks together: the denominator of MFU
     mfu: float = 0.0  # the last step's MFU, in %
-    state: SFTState = None  # step, losses, accuracies
+    state: SFTState = None  # step, losses, accuracies: what a checkpoint restores
+    start_step: int = 0  # the step this process started from (0, or --resume-from-step)
     t_start: float = 0.0  # wall-clock time at the start of the loop, for the ETA
     wandb: Any = None  # a wandb run, or DummyWandb
 
 # %% ../../nbs/28_chat_sft.ipynb #3c37b932
 def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, loaders and horizon for a run of `cfg` (`datasets` overrides the mixture)"
+    from nanochat.checkpoint_manager import load_resume_checkpoint
     if cfg.source not in ("base", "mid"):
         raise ValueError(f"--source={cfg.source!r}: use base or mid")
     run = SFTRun(cfg=cfg)
@@ -169,15 +186,29 @@ def setup(cfg, datasets=None):
     if run.num_iterations <= 0:
         raise ValueError(f"{len(run.train_ds)} training conversations make no step of --target-examples-per-step="
                          f"{cfg.target_examples_per_step}: set --num-iterations or use a larger mixture")
+    run.checkpoint_dir = os.path.join(get_base_dir(), "chatsft_checkpoints", run.model_tag)
+    resume = None  # (model, optimizers, meta)
+    if cfg.resume_from_step != -1:
+        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "SFT")
+        model.load_state_dict(resume[0], strict=True, assign=True)
+        run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = run.model = model  # not compiled: the batches change shape
     run.optimizers = setup_chat_optimizers(model, cfg)
-    run.checkpoint_dir = os.path.join(get_base_dir(), "chatsft_checkpoints", run.model_tag)
+    if resume:
+        for opt, opt_state in zip(run.optimizers, resume[1]):
+            opt.load_state_dict(opt_state)
+    run.state = SFTState.from_meta(resume[2]) if resume else SFTState()
+    run.start_step = run.state.step
+    if run.start_step >= run.num_iterations:
+        raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
+                         f"set --num-iterations (or --num-epochs) as the run that saved it had them")
     max_tokens = cfg.max_seq_len if cfg.max_seq_len > 0 else model.config.sequence_len
-    run.batches = lambda dataset, pad_multiple=1: sft_data_generator(run.tokenizer, dataset, cfg.device_batch_size,
-                                                                     run.device, max_tokens, run.rank, run.world_size,
-                                                                     pad_multiple)
-    run.train_loader = run.batches(run.train_ds, run.pad_multiple)  # validation keeps pad_multiple=1 (fp32)
-    run.state = SFTState()
+    run.batches = lambda dataset, pad_multiple=1, start=0: sft_data_generator(
+        run.tokenizer, dataset, cfg.device_batch_size, run.device, max_tokens, run.rank, run.world_size, pad_multiple,
+        start)
+    # this rank's position: each step trains on --target-examples-per-step examples, split evenly over the ranks
+    seen = resume[2]["train_examples_seen"] // run.world_size if resume else 0
+    run.train_loader = run.batches(run.train_ds, run.pad_multiple, seen)  # validation keeps pad_multiple=1 (fp32)
     run.num_flops_per_token = model.estimate_flops()
     run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
     run.wandb = get_wandb(cfg.run, run.master, project="nanochat-sft", config=asdict_config(cfg))
@@ -220,7 +251,7 @@ def log_step(run, loss, num_tokens, num_forwarded, dt, lrm):
     tok_per_sec = num_forwarded / dt
     run.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
     done = (st.step + 1) / run.num_iterations
-    eta = (time.time() - run.t_start) / (st.step + 1) * (run.num_iterations - st.step - 1)
+    eta = (time.time() - run.t_start) / (st.step + 1 - run.start_step) * (run.num_iterations - st.step - 1)
     bar = f"[{'#' * int(20 * done):<20}] " if sys.stdout.isatty() else ""
     print0(f"{bar}step {st.step:05d}/{run.num_iterations:05d} ({100 * done:.1f}%) | loss: {loss:.4f} | lrm: {lrm:.4f} "
            f"| dt: {dt * 1000:.0f}ms | tok/sec: {tok_per_sec:,.0f} | mfu: {run.mfu:.2f}% | supervised tokens: "
@@ -266,14 +297,18 @@ def evaluate_metrics(run, max_new_tokens=256):
     run.wandb.log({"step": st.step, **{f"{k}_acc": v for k, v in st.metrics.items()}})
     return st.metrics
 
-def save(run):
-    "The final checkpoint: model and meta, no optimizer state; collective: all ranks call it"
+def save(run, final=True):
+    """A checkpoint: model and meta, and unless `final` each rank's optimizer state, which a resume needs (nanochat's
+    one, final, checkpoint has none); collective: all ranks call it"""
     from nanochat.checkpoint_manager import save_checkpoint
-    st = run.state
+    st, cfg = run.state, run.cfg
     accuracies = {f"{k.lower().replace('-', '_')}_acc": v for k, v in st.metrics.items()}  # mmlu_acc, arc_easy_acc
     meta = {"step": st.step, "val_loss": st.val_loss, **accuracies, "model_config": asdict(run.orig_model.config),
-            "user_config": asdict_config(run.cfg)}
-    save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(), None, meta, rank=run.rank)
+            "user_config": asdict_config(cfg), "train_examples_seen": st.step * cfg.target_examples_per_step,
+            "loop_state": asdict(st), "cpu_matmul_choices": run.matmul_choices_for_meta()}
+    optimizer_data = None if final else [opt.state_dict() for opt in run.optimizers]
+    save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(), optimizer_data, meta, rank=run.rank)
+
 
 # %% ../../nbs/28_chat_sft.ipynb #826cbffd
 def train(cfg, on_step=None, datasets=None):
@@ -285,12 +320,15 @@ def train(cfg, on_step=None, datasets=None):
            f"{cfg.target_examples_per_step} | grad accum {run.grad_accum_steps}")
     while True:
         last_step = st.step == run.num_iterations
-        if due(cfg.eval_every, st.step, last_step):
+        resumed_here = st.step == cfg.resume_from_step  # this step's evaluations are in the checkpoint, made after them
+        if not resumed_here and due(cfg.eval_every, st.step, last_step):
             evaluate_val_loss(run)
-        if due(cfg.eval_metrics_every, st.step, last_step, at_zero=False):
+        if not resumed_here and due(cfg.eval_metrics_every, st.step, last_step, at_zero=False):
             evaluate_metrics(run)
         if last_step:
             break
+        if not resumed_here and st.step > 0 and due(cfg.save_every, st.step, False):
+            save(run, final=False)
         loss, num_tokens, num_forwarded, dt, lrm = train_step(run)
         log_step(run, loss, num_tokens, num_forwarded, dt, lrm)
         if on_step is not None:

@@ -179,21 +179,11 @@ class MidRun(StageRun):
     wandb: Any = None  # a wandb run, or DummyWandb
 
 # %% ../../nbs/27_mid_train.ipynb #6b3eb8b2
-def _load_mid_resume(cfg, checkpoint_dir, device, rank):
-    "Model/optimizer/meta of `--resume-from-step`, with an error that says what exists"
-    from nanochat.checkpoint_manager import load_checkpoint
-    meta_path = os.path.join(checkpoint_dir, f"meta_{cfg.resume_from_step:06d}.json")
-    if not os.path.exists(meta_path):
-        files = os.listdir(checkpoint_dir) if os.path.isdir(checkpoint_dir) else []
-        steps = sorted(f[5:11] for f in files if f.startswith("meta_"))
-        raise FileNotFoundError(f"--resume-from-step={cfg.resume_from_step}: no midtraining checkpoint {meta_path} "
-                                f"(steps saved there: {steps or 'none'})")
-    return load_checkpoint(checkpoint_dir, cfg.resume_from_step, device, load_optimizer=True, rank=rank)
-
 def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, packed loaders and loop state of a run (`datasets` overrides the mixture)"
     from nanochat.tokenizer import get_token_bytes
     from nanochat.dataloader import conversation_bestfit_loader
+    from nanochat.checkpoint_manager import load_resume_checkpoint
     if cfg.pack not in ("crop", "pad"):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
     run = MidRun(cfg=cfg)
@@ -210,7 +200,9 @@ def setup(cfg, datasets=None):
                f"{cfg.device_batch_size} may not fit in memory")
     run.token_bytes = get_token_bytes(device=run.device)
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
-    resume = _load_mid_resume(cfg, run.checkpoint_dir, run.device, run.rank) if cfg.resume_from_step != -1 else None
+    resume = None  # (model, optimizers, meta)
+    if cfg.resume_from_step != -1:
+        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "midtraining")
     if resume:
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
