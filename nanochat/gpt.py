@@ -494,6 +494,20 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         # whole (a GPU keeps nanochat's expression, which torch.compile fuses there)
         return linear_softcap_cross_entropy(x.view(B * T, -1), self.lm_head.weight, targets.view(-1),
                                             self.config.vocab_size, softcap, loss_reduction)
+    if targets is not None and not torch.is_grad_enabled() and not idx.is_cuda and not torch.compiler.is_compiling():
+        # CPU evaluation: the losses below, a chunk of rows at a time, so the (B*T, vocab) logits never exist whole
+        # (with them, evaluating took 100-180 MB more than training at d4, and set the run's peak memory)
+        x, targets = x.view(B * T, -1), targets.view(-1)
+        rows = max(64, 2**21 // self.config.vocab_size) # as the training loss's chunks: they stay in the cache
+        losses = []
+        for start in range(0, B * T, rows):
+            logits = self.lm_head(x[start:start + rows])[:, :self.config.vocab_size].float() # (rows, vocab_size)
+            losses.append(softcap_cross_entropy(logits, targets[start:start + rows], softcap, 'none'))
+        loss = torch.cat(losses) # (B*T,)
+        if loss_reduction == 'none':
+            return loss
+        assert loss_reduction in ('mean', 'sum'), f"unknown loss_reduction {loss_reduction!r}"
+        return loss.sum() / (targets != -1).sum() if loss_reduction == 'mean' else loss.sum()
     logits = self.lm_head(x) # (B, T, padded_vocab_size)
     logits = logits[..., :self.config.vocab_size]
     logits = logits.float()
