@@ -10,8 +10,9 @@ MLP.forward with bench_train's `Side`: the logits materialised in fp32, `15 * ta
 `F.relu(x).square()`. The loops themselves are the same as nanochat's on both sides:
 - bpb rows: `nanochat.loss_eval.evaluate_bpb` under `torch.no_grad()` and autocast_ctx, as base_train's val pass,
   over --bpb-steps batches of --batch-size x --seq-len val tokens (packed by the best-fit loader once, before timing:
-  the tokenizer is not timed). The project's forward fuses the softcap and the loss (`softcap_cross_entropy`: about
-  a quarter off the loss alone, a few % of a d4 forward at 1 thread, inside the noise of a busy machine).
+  the tokenizer is not timed). The project's forward fuses the softcap and the loss (`softcap_cross_entropy`) and
+  computes them a chunk of rows at a time, so the logits never exist whole (d4 at 1 thread: 1.06-1.17x before the
+  chunks, 1.22-1.39x with them, on a 2-core Zen 3).
   MFU = forward FLOPs per token (GPT.estimate_flops / 3: estimate_flops counts forward + backward as
   6 x matmul params + 12 h q T per layer, so a forward is 2 x params + 4 h q T, attention counted unmasked, the
   way nanochat counts it) x tokens/s over the fp32 matmul peak measured in this run. Both sides' bpb must agree.

@@ -496,7 +496,7 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
                                             self.config.vocab_size, softcap, loss_reduction)
     if targets is not None and not torch.is_grad_enabled() and not idx.is_cuda and not torch.compiler.is_compiling():
         # CPU evaluation: the losses below, a chunk of rows at a time, so the (B*T, vocab) logits never exist whole
-        # (with them, evaluating took 100-180 MB more than training at d4, and set the run's peak memory)
+        # (whole, at d4 they and their capped copy added 70-180 MB to the memory in use: each evaluation set a new peak)
         x, targets = x.view(B * T, -1), targets.view(-1)
         rows = max(64, 2**21 // self.config.vocab_size) # as the training loss's chunks: they stay in the cache
         losses = []

@@ -245,7 +245,6 @@ def kill_after(step):
             raise Killed(f"killed after step {step}")
     return hook
 
-
 # %% ../nbs/00_testing.ipynb #d6a8f96e
 def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', alphabet='abcdefghijklmnopqrstuvwxyz ',
                             sequence_len=4096, n_layer=1, n_embd=32, step=0):

@@ -309,7 +309,6 @@ def save(run, final=True):
     optimizer_data = None if final else [opt.state_dict() for opt in run.optimizers]
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(), optimizer_data, meta, rank=run.rank)
 
-
 # %% ../../nbs/28_chat_sft.ipynb #826cbffd
 def train(cfg, on_step=None, datasets=None):
     "Run the SFT loop for `cfg`; returns the `SFTRun`"
