@@ -86,8 +86,9 @@ def find_last_step(checkpoint_dir):
     return max(steps)
 
 # %% ../nbs/07_checkpoint.ipynb #9e4b2d17
-def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training"):
-    "`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what exists"
+def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True):
+    """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
+    exists; `load_model=False` leaves the model file to `build_model` (model None)"""
     flag = f"--resume-from-step={step}"
     if not os.path.isdir(checkpoint_dir):
         parent = os.path.dirname(checkpoint_dir)
@@ -102,8 +103,11 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
         problem = f"no {stage} checkpoint {meta_name}"
     elif optim_name not in files:  # a save without optimizer state, or one made by fewer ranks
         problem = f"the {stage} checkpoint of step {step} has no optimizer state for rank {rank} ({optim_name})"
-    else:
+    elif load_model:
         return load_checkpoint(checkpoint_dir, step, device, load_optimizer=True, rank=rank)
+    else:
+        optimizer_data = _load_file(os.path.join(checkpoint_dir, optim_name), device)
+        return None, optimizer_data, _load_file(os.path.join(checkpoint_dir, meta_name))
     raise FileNotFoundError(f"{flag}: {problem} in {checkpoint_dir} (steps to resume from: {resumable or 'none'})")
 
 # %% ../nbs/07_checkpoint.ipynb #c6a09686

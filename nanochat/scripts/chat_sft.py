@@ -129,13 +129,6 @@ class SFTState:
     losses: list = field(default_factory=list)  # (step, train loss)
     val_losses: list = field(default_factory=list)  # (step, val loss)
 
-    @classmethod
-    def from_meta(cls, meta):
-        "The state a checkpoint's meta saved (JSON made its (step, value) pairs lists: tuples again)"
-        loop = meta["loop_state"]
-        return cls(**{**loop, "losses": [tuple(p) for p in loop["losses"]],
-                      "val_losses": [tuple(p) for p in loop["val_losses"]]})
-
 @dataclass(slots=True, repr=False)  # as base_train's Run: only these fields exist; no repr (it would print the model)
 class SFTRun(StageRun):
     "What one SFT run holds; `setup` fills it in"
@@ -197,7 +190,7 @@ def setup(cfg, datasets=None):
     if resume:
         for opt, opt_state in zip(run.optimizers, resume[1]):
             opt.load_state_dict(opt_state)
-    run.state = SFTState.from_meta(resume[2]) if resume else SFTState()
+    run.state = SFTState(**resume[2]["loop_state"]) if resume else SFTState()
     run.start_step = run.state.step
     if run.start_step >= run.num_iterations:
         raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
