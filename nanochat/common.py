@@ -5,16 +5,17 @@
 # %% auto #0
 __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging',
            'get_dist_info', 'is_ddp', 'in_notebook', 'print0', 'get_base_dir', 'atomic_write', 'best_seconds',
-           'onednn_available', 'onednn_linear', 'weight_grad_onednn', 'weight_grad', 'onednn_linear_post',
-           'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'cpu_matmul_choices',
-           'restore_cpu_matmul_choices', 'uses_onednn', 'linear', 'weight_grad_uses_onednn', 'cpu_bf16_matmul_is_fast',
-           'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory',
-           'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser',
-           'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
-           'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'onednn_available', 'onednn_linear', 'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear',
+           'onednn_linear_post', 'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library',
+           'cpu_matmul_choices', 'restore_cpu_matmul_choices', 'uses_onednn', 'linear', 'weight_grad_uses_onednn',
+           'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
+           'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun',
+           'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb',
+           'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum',
+           'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
-import os, re, sys, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
+import os, re, sys, math, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
 import dataclasses
 from dataclasses import fields, MISSING
 from typing import Any, ClassVar, Optional, get_type_hints
@@ -119,12 +120,21 @@ def onednn_available():
     "Whether this torch carries oneDNN with the linear operator `onednn_linear` calls"
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, '_linear_pointwise')
 
-@torch.library.custom_op("nanochat::onednn_linear", mutates_args=())
-def onednn_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def onednn_linear(x, weight):
     "x @ weight.T through oneDNN, fp32 on a CPU: x (N, K), weight (M, K) -> (N, M); either may be a transposed view"
+    if torch.compiler.is_compiling():
+        return onednn_linear_op(x, weight) # an operator that torch.compile calls as it is
+    # eagerly, the kernel itself: a custom operator's first call imports torch._dynamo (~70 MB, ~2 s in each process)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return OnednnLinear.apply(x, weight)
     return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
 
-@onednn_linear.register_fake
+@torch.library.custom_op("nanochat::onednn_linear", mutates_args=())
+def onednn_linear_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    "`onednn_linear` as an operator of its own, for compiled code: the same kernel, the same backward"
+    return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
+
+@onednn_linear_op.register_fake
 def _(x, weight):
     return x.new_empty(x.size(0), weight.size(0)) # what torch.compile traces with: only the shape
 
@@ -151,29 +161,51 @@ def _onednn_linear_backward(ctx, grad):
     grad_w = weight_grad(grad, x) if ctx.needs_input_grad[1] else None
     return grad_x, grad_w
 
-onednn_linear.register_autograd(_onednn_linear_backward, setup_context=_onednn_linear_setup)
+onednn_linear_op.register_autograd(_onednn_linear_backward, setup_context=_onednn_linear_setup)
 
-@torch.library.custom_op("nanochat::onednn_linear_post", mutates_args=())
-def onednn_linear_post(x: torch.Tensor, weight: torch.Tensor, post: str,
-                       other: Optional[torch.Tensor] = None) -> torch.Tensor:
+class OnednnLinear(torch.autograd.Function):
+    "`onednn_linear`'s eager path where a gradient is wanted: the operator's backward, without the operator"
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.save_for_backward(x, weight)
+        return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _onednn_linear_backward(ctx, grad)
+
+def onednn_linear_post(x, weight, post, other=None):
     """`onednn_linear` with an elementwise op applied to each block of the product while it is still in the cache (a
     oneDNN post-op): post='relu' gives relu(x @ weight.T), post='mul' gives (x @ weight.T) * other, other (N, M).
     No autograd of its own: a hand-written backward (the GPT notebook's MLP) calls it"""
+    if torch.compiler.is_compiling():
+        return onednn_linear_post_op(x, weight, post, other)
+    return _linear_post(x, weight, post, other)
+
+def _linear_post(x, weight, post, other):
     if post == 'mul':
         return torch.ops.mkldnn._linear_pointwise.binary(x, other, weight, None, "mul")
     if post != 'relu':
         raise ValueError(f"onednn_linear_post: post={post!r} is not one of relu, mul")
     return torch.ops.mkldnn._linear_pointwise(x, weight, None, "relu", [], "")
 
-@onednn_linear_post.register_fake
+@torch.library.custom_op("nanochat::onednn_linear_post", mutates_args=())
+def onednn_linear_post_op(x: torch.Tensor, weight: torch.Tensor, post: str,
+                          other: Optional[torch.Tensor] = None) -> torch.Tensor:
+    "`onednn_linear_post` as an operator of its own, for compiled code"
+    return _linear_post(x, weight, post, other)
+
+@onednn_linear_post_op.register_fake
 def _(x, weight, post, other=None):
     return x.new_empty(x.size(0), weight.size(0))
 
-def _onednn_linear_flop(x_shape, weight_shape, *args, out_shape=None, **kwargs):
-    "FLOPs of `onednn_linear` (and `onednn_linear_post`) for FlopCounterMode: those of x @ weight.T"
-    return 2 * x_shape[0] * x_shape[1] * weight_shape[0]
+def _onednn_linear_flop(x_shape, *args, out_shape=None, **kwargs):
+    "FLOPs of oneDNN's linear product for FlopCounterMode: 2 x rows x K x M, x (..., K) and the output (..., M)"
+    return 2 * math.prod(x_shape) * out_shape[-1]
 
-for _op in (torch.ops.nanochat.onednn_linear, torch.ops.nanochat.onednn_linear_post):
+# the operators where compiled code calls them, the kernel where eager code does
+_ops = [torch.ops.nanochat.onednn_linear, torch.ops.nanochat.onednn_linear_post]
+for _op in _ops + ([torch.ops.mkldnn._linear_pointwise] if onednn_available() else []):
     if _op not in flop_counter.flop_registry: # once per process (a cell may run again)
         flop_counter.register_flop_formula(_op)(_onednn_linear_flop)
 
