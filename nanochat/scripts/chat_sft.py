@@ -349,7 +349,8 @@ def main(argv=None):
     run = train(cfg)
     if run.master:
         report_training(run)
-    print0(f"Validation loss: {run.state.val_loss:.4f} | checkpoint in {run.checkpoint_dir}")
+    val_loss = "not evaluated (--eval-every=-1)" if run.state.val_loss is None else f"{run.state.val_loss:.4f}"
+    print0(f"Validation loss: {val_loss} | checkpoint in {run.checkpoint_dir}")
     run.wandb.finish()
     compute_cleanup()
     return run

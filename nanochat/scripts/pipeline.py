@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['SCALES', 'PipelineConfig', 'Stage', 'pipeline_stages', 'pipeline_dir', 'marker_path', 'finished', 'mark_finished',
-           'command_line', 'StageFailed', 'run_stage', 'transcript_prompts', 'write_transcript', 'run_pipeline', 'main',
-           'script_commands', 'dry_run_commands']
+           'command_line', 'StageFailed', 'start_stage', 'run_stage', 'transcript_prompts', 'write_transcript',
+           'run_pipeline', 'main', 'script_commands', 'dry_run_commands']
 
 # %% ../../nbs/39_pipeline.ipynb #79f79f61
 import os, sys, json, time, shlex, datetime, subprocess
@@ -16,7 +16,7 @@ from ..common import get_base_dir, atomic_write, parse_config, in_notebook
 @dataclass
 class PipelineConfig:
     "Run the whole course: tokenizer -> base -> mid -> SFT -> RL -> chat, resuming at the first unfinished stage"
-    scale: str = "main"  # main: the laptop-CPU run (7-10 min on 2 cores) | tiny: the same stages in a few minutes
+    scale: str = "main"  # main: the laptop-CPU run (7-25 min on 2 cores) | tiny: the same stages in a few minutes
     restart: bool = False  # forget the finished stages (and reset the report) and start over
     stop_after: str = ""  # stop after this stage (e.g. base_train): resume later with the same command
     device_type: str = "cpu"  # cuda|cpu|mps: passed to every stage
@@ -102,8 +102,8 @@ def finished(index, stage):
     with open(p) as f:
         return json.load(f)
 
-def mark_finished(index, stage, seconds):
-    info = {"stage": stage.name, "seconds": round(seconds, 1), "command": command_line(stage),
+def mark_finished(index, stage, seconds, peak_mb=None):
+    info = {"stage": stage.name, "seconds": round(seconds, 1), "peak_rss_mb": peak_mb, "command": command_line(stage),
             "finished": datetime.datetime.now().isoformat(timespec="seconds")}
     atomic_write(marker_path(index, stage), lambda f: json.dump(info, f, indent=1), mode="w")
     return info
@@ -115,15 +115,46 @@ def command_line(stage):
 class StageFailed(RuntimeError):
     "A stage exited non-zero"
 
+# A child's ru_maxrss starts at its parent's resident set (Linux carries it over fork and exec), and this process
+# holds torch (~200 MB): so a small stdlib-only interpreter starts each stage, waits for it and sends back through a
+# pipe the stage's peak RSS in bytes (its own, or its largest descendant's).
+_LAUNCHER = r"""
+import os, sys, subprocess
+proc = subprocess.Popen(sys.argv[2:])
+while True:
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+        break
+    except KeyboardInterrupt:  # Ctrl-C reached the stage too (one process group): wait for it to end
+        pass
+os.write(int(sys.argv[1]), str(usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)).encode())
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+def start_stage(stage, env):
+    "Start `stage` with its output piped; return the process and a function that gives its peak RSS in MB once it ended"
+    cmd = [sys.executable, "-m", stage.module, *stage.args]
+    kw = dict(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
+    if not hasattr(os, "wait4"):  # Windows: no resource usage of a child
+        return subprocess.Popen(cmd, **kw), lambda: None
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(w), *cmd], pass_fds=(w,), **kw)
+    os.close(w)  # the launcher holds the write end now
+    def peak_mb():
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+        return int(data) / 1024**2 if data else None
+    return proc, peak_mb
+
 def run_stage(index, stage, echo=True):
-    "Run one stage as a subprocess, tee its output to `<base>/pipeline/logs/`, return its wall time in seconds"
+    "Run one stage as a subprocess, tee its output to `<base>/pipeline/logs/`; return (wall seconds, peak RSS in MB)"
     log_path = os.path.join(pipeline_dir(), "logs", f"{index:02d}_{stage.name}.log")
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     t0 = time.time()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", stage.module, *stage.args], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
+        proc, peak_mb = start_stage(stage, env)
         tail = []
         for line in proc.stdout:
             log.write(line)
@@ -131,11 +162,12 @@ def run_stage(index, stage, echo=True):
             if echo:
                 print(line, end="", flush=True)
         rc = proc.wait()
+        peak = peak_mb()
     if rc != 0:
         raise StageFailed(f"stage '{stage.name}' failed (exit code {rc}): {command_line(stage)}\n"
                           f"--- the end of its log ({log_path}) ---\n{''.join(tail)}"
                           f"--- fix the cause and run the pipeline again: finished stages are skipped")
-    return time.time() - t0
+    return time.time() - t0, peak
 
 # %% ../../nbs/39_pipeline.ipynb #15999928
 def transcript_prompts():
@@ -184,13 +216,16 @@ def write_transcript(device_type="cpu", max_tokens=256):
 
 # %% ../../nbs/39_pipeline.ipynb #a76da71f
 def _timing_table(timings):
-    rows = ["| stage | seconds | |", "|---|---:|---|"]
-    rows += [f"| {name} | {secs:.1f} | {how} |" for name, secs, how in timings]
-    rows.append(f"| **total** | **{sum(secs for _, secs, _ in timings):.1f}** | |")
+    mb = lambda peak: "-" if peak is None else f"{peak:,.0f}"
+    rows = ["| stage | seconds | peak RSS (MB) | |", "|---|---:|---:|---|"]
+    rows += [f"| {name} | {secs:.1f} | {mb(peak)} | {how} |" for name, secs, how, peak in timings]
+    total = sum(secs for _, secs, _, _ in timings)
+    peaks = [peak for _, _, _, peak in timings if peak is not None]
+    rows.append(f"| **total** | **{total:.1f}** | **{mb(max(peaks)) if peaks else '-'}** | |")
     return "\n".join(rows)
 
 def run_pipeline(cfg, stages=None):
-    "Run the stages not finished yet; return `[(stage, seconds, 'ran'|'earlier')]`"
+    "Run the stages not finished yet; return `[(stage, seconds, 'ran'|'earlier', peak RSS in MB)]`"
     from nanochat.report import get_report
     stages = stages or pipeline_stages(cfg.scale, cfg.device_type)
     names = [st.name for st in stages]
@@ -221,15 +256,16 @@ def run_pipeline(cfg, stages=None):
         done = finished(i, st)
         if done:
             print(f"=== [{i + 1}/{len(stages)}] {st.name}: finished earlier ({done['seconds']} s), skipped")
-            timings.append((st.name, done["seconds"], "earlier"))
+            timings.append((st.name, done["seconds"], "earlier", done.get("peak_rss_mb")))
             continue
         if st.name == "report":  # the pipeline's own section, just before the report is stitched together
             get_report().log("Pipeline timings", [f"Scale: {cfg.scale}\n", _timing_table(timings)])
         print(f"\n=== [{i + 1}/{len(stages)}] {st.name}: {command_line(st)}", flush=True)
-        seconds = run_stage(i, st)
-        mark_finished(i, st, seconds)
-        timings.append((st.name, seconds, "ran"))
-        print(f"=== {st.name} finished in {seconds:.1f} s", flush=True)
+        seconds, peak_mb = run_stage(i, st)
+        mark_finished(i, st, seconds, peak_mb)
+        timings.append((st.name, seconds, "ran", peak_mb))
+        peak = "" if peak_mb is None else f", peak RSS {peak_mb:,.0f} MB"
+        print(f"=== {st.name} finished in {seconds:.1f} s{peak}", flush=True)
         if st.name == cfg.stop_after:
             print(f"=== stopped after {st.name} (--stop-after); run the same command again to continue")
             break
