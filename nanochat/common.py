@@ -9,11 +9,11 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear', 'onednn_linear_post',
            'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'cpu_matmul_choices',
            'restore_cpu_matmul_choices', 'uses_onednn', 'linear', 'weight_grad_uses_onednn', 'cap_onednn_caches',
-           'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype', 'get_compute_dtype', 'autocast_ctx',
-           'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun',
-           'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb',
-           'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum',
-           'run_torchrun']
+           'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype', 'forced_dtype', 'get_compute_dtype',
+           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
+           'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb',
+           'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check',
+           'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
@@ -402,11 +402,15 @@ def parse_dtype(name, what='dtype'):
         raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
     return _DTYPES[key]
 
+def forced_dtype():
+    "The dtype env `NANOCHAT_DTYPE` forces, or None"
+    env = os.environ.get('NANOCHAT_DTYPE', '').strip()
+    return parse_dtype(env, 'NANOCHAT_DTYPE') if env else None
+
 def get_compute_dtype(device_type=None, training=False):
     "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for `training` on a fast-bf16 CPU"
-    env = os.environ.get('NANOCHAT_DTYPE', '').strip()
-    if env:
-        return parse_dtype(env, 'NANOCHAT_DTYPE')
+    if forced_dtype() is not None:
+        return forced_dtype()
     device_type = device_type or autodetect_device_type()
     if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
         return torch.bfloat16
@@ -495,9 +499,8 @@ def round_up(n, multiple):
 
 def _may_train_in_bf16(device_type):
     "Whether training may compute in bf16 here, known without timing a product: `NANOCHAT_DTYPE`, else the CPU's flags"
-    env = os.environ.get('NANOCHAT_DTYPE', '').strip()
-    if env:
-        return parse_dtype(env, 'NANOCHAT_DTYPE') != torch.float32
+    if forced_dtype() is not None:
+        return forced_dtype() != torch.float32
     if device_type != 'cpu':
         return True
     try:
