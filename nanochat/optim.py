@@ -48,9 +48,10 @@ def _addmm(input, m1, m2, beta, alpha):
 def _sym_matmul(m1, m2, input=None, beta=0.0, alpha=1.0):
     """m1 @ m2, or beta * input + alpha * (m1 @ m2), for a product known to be symmetric (and a symmetric input). On a
     CPU only the top half of the rows and the bottom-right block are multiplied, 3/4 of the multiply-adds; the
-    bottom-left block is the top-right one transposed"""
-    if m1.device.type != 'cpu':
-        return m1 @ m2 if input is None else _addmm(input, m1, m2, beta, alpha)  # GPUs: nanochat's products
+    bottom-left block is the top-right one transposed. In bf16 the products are whole: oneDNN, which multiplies bf16
+    on a CPU, first copies each sliced operand, and that cost more than the quarter of the multiply-adds saved"""
+    if m1.device.type != 'cpu' or m1.dtype in (torch.bfloat16, torch.float16):
+        return m1 @ m2 if input is None else _addmm(input, m1, m2, beta, alpha)  # nanochat's products
     n = m1.size(-2)
     h = n // 2
     if input is None:
@@ -80,8 +81,9 @@ def _quintic_iteration(G, coeffs, norm_scale, eps, dtype):
         A = _sym_matmul(X, X.mT)  # (..., rows, rows)
         B = _sym_matmul(A, A, A, beta=b, alpha=c)  # b*A + c*(A @ A)
         if tall and k == len(coeffs) - 1 and X.device.type == 'cpu':
-            # the last step written in the tall layout, (aX + BX)^T = aX^T + X^T B (B is exactly symmetric on a CPU):
-            # a transposed view would make every elementwise pass of the Muon step after this one ~2x slower
+            # the last step written in the tall layout, (aX + BX)^T = aX^T + X^T B (B is symmetric: exactly in fp32,
+            # to rounding in bf16): a transposed view would make every elementwise pass of the Muon step after this
+            # one ~2x slower
             return _addmm(X.mT, X.mT, B, beta=a, alpha=1.0)
         X = _addmm(X, B, X, beta=a, alpha=1.0)  # a*X + B @ X
     return X.mT if tall else X
