@@ -2,6 +2,7 @@
 
     python bench/bench_chat_web.py                          # 4 clients x 25 requests of 16 tokens, plus baselines
     python bench/bench_chat_web.py --clients 8 --max-tokens 64 --requests 10
+    python bench/bench_chat_web.py --memory 1500              # the server's memory over 1,500 prompts of new lengths
 
 The server is the real one (`python -m nanochat.scripts.chat_web`, one CPU worker) in a subprocess, serving the
 tiny hand-set "babbler" model (`nanochat.testing.save_babbler_checkpoint`: d1, n_embd 32, byte tokenizer), which
@@ -15,11 +16,18 @@ Baselines measured in the same run:
 * 1 client: the server with no concurrency (nothing queued).
 The table also gives time to first token and how long `/health` takes while the worker is busy (the event loop
 must stay free while a reply is generated).
+
+`--memory N` measures instead the server's resident memory (Linux) over N requests whose prompts each have a random
+length (1-400 bytes), one after the other, with a babbler as wide as the main job's model (4 layers, n_embd 256): its
+products are large enough for oneDNN, which builds and keeps a kernel for every new product shape. The baseline, run
+the same way: a server with oneDNN's default kernel caches (1,024 kernels each) instead of the cap that
+`nanochat.common` sets at import (`ONEDNN_CACHE_CAPACITY`, 00_common).
 """
 import argparse
 import http.client
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -44,8 +52,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_server(base_dir, port, max_tokens):
-    env = {**os.environ, 'NANOCHAT_BASE_DIR': base_dir, 'OMP_NUM_THREADS': '1'}
+def start_server(base_dir, port, max_tokens, extra_env=None):
+    env = {**os.environ, 'NANOCHAT_BASE_DIR': base_dir, 'OMP_NUM_THREADS': '1', **(extra_env or {})}
     log = open(os.path.join(base_dir, 'server.log'), 'w')
     proc = subprocess.Popen([sys.executable, '-m', 'nanochat.scripts.chat_web', f'--port={port}', '--device-type=cpu',
                              f'--max-tokens={max_tokens}'], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -124,6 +132,50 @@ def engine_baseline(base_dir, n, max_tokens):
     return times
 
 
+def server_rss(proc):
+    "The server's resident memory now and at its peak, MB (Linux: /proc)"
+    fields = dict(line.split(':', 1) for line in open(f'/proc/{proc.pid}/status') if ':' in line)
+    return tuple(int(fields[k].split()[0]) / 1024 for k in ('VmRSS', 'VmHWM'))
+
+
+def memory_run(base_dir, requests, max_tokens, extra_env=None):
+    "The server's (requests so far, RSS, peak RSS) after each fifth of `requests` completions, prompts of random lengths"
+    port = free_port()
+    proc = start_server(base_dir, port, max_tokens, extra_env)
+    rng = random.Random(0)  # the same prompts in every run
+    marks = [(0, *server_rss(proc))]
+    try:
+        conn = http.client.HTTPConnection('127.0.0.1', port, timeout=120)
+        for j in range(1, requests + 1):
+            content = 'a' + ''.join(rng.choice('abcdefghij ') for _ in range(rng.randint(0, 399)))  # never blank
+            one_request(conn, json.dumps({'messages': [{'role': 'user', 'content': content}], 'max_tokens': max_tokens}))
+            if j % max(1, requests // 5) == 0:
+                marks.append((j, *server_rss(proc)))
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return marks
+
+
+def memory_table(requests, max_tokens):
+    "The server's memory with the shipped kernel-cache cap and with oneDNN's default, as a markdown table"
+    from nanochat.common import ONEDNN_CACHE_CAPACITY
+    if not os.path.exists('/proc/self/status'):
+        raise SystemExit('--memory reads /proc/<pid>/status: Linux only')
+    default = {'ONEDNN_PRIMITIVE_CACHE_CAPACITY': '1024', 'LRU_CACHE_CAPACITY': '1024'}  # oneDNN's and ideep's own
+    with tempfile.TemporaryDirectory() as base_dir:
+        save_babbler_checkpoint(base_dir, n_layer=4, n_embd=256)
+        capped = memory_run(base_dir, requests, max_tokens)
+        uncapped = memory_run(base_dir, requests, max_tokens, default)
+    lines = [f"server memory (MB), prompts of 1-400 bytes, {max_tokens}-token replies, a 4-layer babbler of width 256\n",
+             f"| requests | kernel caches {ONEDNN_CACHE_CAPACITY} (shipped): RSS | peak | oneDNN's default 1,024 "
+             f"(baseline): RSS | peak |", "|---|---|---|---|---|"]
+    for (j, rss, peak), (_, rss0, peak0) in zip(capped, uncapped):
+        lines.append(f"| {j:,} | {rss:,.0f} | {peak:,.0f} | {rss0:,.0f} | {peak0:,.0f} |")
+    return "\n".join(lines)
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
@@ -135,10 +187,15 @@ def main():
     p.add_argument('--requests', type=int, default=25, help='requests per client')
     p.add_argument('--max-tokens', type=int, default=16)
     p.add_argument('--threads', type=int, default=1, help='torch threads for the in-process engine baseline')
+    p.add_argument('--memory', type=int, default=0, metavar='N',
+                   help="instead: the server's memory over N prompts of random lengths, against oneDNN's default caches")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} CPUs; torch {torch.__version__}")
+    if args.memory:
+        print(memory_table(args.memory, args.max_tokens))
+        return
 
     with tempfile.TemporaryDirectory() as base_dir:
         save_babbler_checkpoint(base_dir)
