@@ -188,11 +188,18 @@ class LeanDecoder:
         cos_sin = m.cos[:, pos:pos + 1], m.sin[:, pos:pos + 1] # (1, 1, 1, D/2)
         keys = [kv_cache.k_cache[i, :, :pos + 1] for i in range(kv_cache.n_layers)] # (B, P, H_kv, D) views
         values = [kv_cache.v_cache[i, :, :pos + 1] for i in range(kv_cache.n_layers)]
-        step = lean_step
-        if self.compile:
+        args = (ids, cos_sin, keys, values, wte, layers, lm_head, layout, m.config.n_head, m.window_sizes)
+        if not self.compile:
+            logits = lean_step(*args)
+        else:
             mark_symbols(ids, keys + values)
-            step = compiled(lean_step, dynamic=None)
-        logits = step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, m.config.n_head, m.window_sizes)
+            try:
+                logits = compiled(lean_step, dynamic=None)(*args)
+            except Exception as e: # no C++ compiler, an inductor bug...: this engine decodes eagerly from now on
+                first_line = (str(e).strip().splitlines() or [''])[0][:200]
+                print(f"Engine: torch.compile failed ({type(e).__name__}: {first_line}); decoding eagerly")
+                self.compile = False
+                logits = lean_step(*args) # the same step, eagerly: an error of the step itself is raised here
         kv_cache.advance(1)
         return logits
 

@@ -51,6 +51,7 @@ class SFTConfig:
     eval_steps: int = 100  # batches per val loss evaluation
     eval_metrics_every: int = 200  # chat_eval accuracies every N steps and at the end (-1 = disable)
     eval_metrics_max_problems: int = 1024  # at most this many problems per task
+    compile: bool = False  # the metrics sampled through the engine's compiled decode step (12_engine)
     # Checkpoints
     save_every: int = -1  # also save a resumable checkpoint every N steps (-1 = only the final one)
     resume_from_step: int = -1  # resume from this step's SFT checkpoint (-1 = start from --source)
@@ -280,7 +281,7 @@ def evaluate_metrics(run, max_new_tokens=256):
     from nanochat.engine import Engine
     cfg, st = run.cfg, run.state
     run.orig_model.eval()
-    engine = Engine(run.orig_model, run.tokenizer)
+    engine = Engine(run.orig_model, run.tokenizer, compile=cfg.compile)
     for task_name in metric_tasks():
         st.metrics[task_name] = run_chat_eval(task_name, run.orig_model, run.tokenizer, engine,
                                               batch_size=2 * cfg.device_batch_size, max_new_tokens=max_new_tokens,
