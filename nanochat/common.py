@@ -409,8 +409,9 @@ def forced_dtype():
 
 def get_compute_dtype(device_type=None, training=False):
     "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for `training` on a fast-bf16 CPU"
-    if forced_dtype() is not None:
-        return forced_dtype()
+    forced = forced_dtype()
+    if forced is not None:
+        return forced
     device_type = device_type or autodetect_device_type()
     if device_type == 'cuda' and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
         return torch.bfloat16
@@ -499,8 +500,9 @@ def round_up(n, multiple):
 
 def _may_train_in_bf16(device_type):
     "Whether training may compute in bf16 here, known without timing a product: `NANOCHAT_DTYPE`, else the CPU's flags"
-    if forced_dtype() is not None:
-        return forced_dtype() != torch.float32
+    forced = forced_dtype()
+    if forced is not None:
+        return forced != torch.float32
     if device_type != 'cpu':
         return True
     try:

@@ -223,8 +223,8 @@ def _timing_table(timings):
     rows = ["| stage | seconds | peak RSS (MB) | |", "|---|---:|---:|---|"]
     rows += [f"| {name} | {secs:.1f} | {mb(peak)} | {how} |" for name, secs, how, peak in timings]
     total = sum(secs for _, secs, _, _ in timings)
-    peaks = [peak for _, _, _, peak in timings if peak is not None]
-    rows.append(f"| **total** | **{total:.1f}** | **{mb(max(peaks)) if peaks else '-'}** | |")
+    peak = max((peak for _, _, _, peak in timings if peak is not None), default=None)
+    rows.append(f"| **total** | **{total:.1f}** | **{mb(peak)}** | |")
     return "\n".join(rows)
 
 def run_pipeline(cfg, stages=None):
