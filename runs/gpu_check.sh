@@ -7,10 +7,17 @@
 # Again on an H100 on 2026-11-27 (at 5968691, per-shape weight gradients in): all passed in 471 s, the pipeline's
 # 13 stages in 205 s; and at 20237f6 (RotaryCPU in): all passed in 474 s, the pipeline's 13 stages in 186 s.
 # At de52873 (MLPCPU in), on an H100 on 2026-11-27: all passed in 423 s, the pipeline's 13 stages in 176 s.
+# On an H200 on 2026-11-28 (at 67b54e0, torch 2.11.0+cu130): the seven notebooks' gpu cells and the pipeline's 13
+# stages (218 s) passed, but one after another the notebooks took 452 s (24: 166, 39: 173), and with the bench the
+# check no longer fitted a 500 s call; since then the bench runs first and alone (it times kernels), then the
+# pipeline and every notebook at once. A machine without the package installed gets it through PYTHONPATH.
 #   bash runs/gpu_check.sh             # sets up .venv first, as the other run scripts do
 #   SETUP=0 bash runs/gpu_check.sh     # in an environment that already has the project's packages (PYTHON=python3)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# the notebooks and the pipeline start `python -m nanochat...` from nbs/ and temp dirs: the package must import from
+# anywhere, also where it is not installed (SETUP=0 in a machine's own Python)
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 if [ "${SETUP:-1}" = 1 ]; then
     bash runs/setup.sh && . .venv/bin/activate || exit 1
 fi
@@ -36,25 +43,31 @@ fi
 T0=$(date +%s)
 "$PY" -c "import torch; print(torch.cuda.get_device_name(), '| torch', torch.__version__)"
 
-# the pipeline in the background (its own base dir), the notebooks meanwhile: they share the GPU without trouble
+# the bench first and alone: it times kernels, so nothing else may share the GPU meanwhile
+results=()
+timeout 300 "$PY" bench/bench_sdpa_cuda.py > "$OUT/bench_sdpa_cuda.txt" 2>&1 \
+    && results+=("DONE bench_sdpa_cuda: $OUT/bench_sdpa_cuda.txt") \
+    || results+=("FAIL bench_sdpa_cuda: see $OUT/bench_sdpa_cuda.txt")
+# then the pipeline (its own base dir) and every notebook with gpu cells, all at once: one after another the notebooks
+# alone took 452 s on an H200, and a lent machine's call has 10 minutes; they share the GPU without trouble
 BASE="$(mktemp -d)"
 ( NANOCHAT_BASE_DIR="$BASE" timeout 900 "$PY" -m nanochat.scripts.pipeline --scale=tiny --device-type=cuda \
     > "$OUT/pipeline.log" 2>&1; echo $? > "$OUT/pipeline.rc" ) &
-PIPELINE=$!
-results=()
+names=()
 for nb in $(grep -l '#| gpu' nbs/*.ipynb); do
     name="$(basename "$nb" .ipynb)"
-    if timeout 600 "$PY" runs/nb_run.py --flags gpu --n_workers 1 --path "$nb" --out "$OUT/exec" \
-            > "$OUT/$name.log" 2>&1; then
+    names+=("$name")
+    ( timeout 600 "$PY" runs/nb_run.py --flags gpu --n_workers 1 --path "$nb" --out "$OUT/exec" \
+        > "$OUT/$name.log" 2>&1; echo $? > "$OUT/$name.rc" ) &
+done
+wait
+for name in "${names[@]}"; do
+    if [ "$(cat "$OUT/$name.rc")" = 0 ]; then
         results+=("PASS $name (#| gpu cells included)")
     else
         results+=("FAIL $name: see $OUT/$name.log")
     fi
 done
-timeout 300 "$PY" bench/bench_sdpa_cuda.py > "$OUT/bench_sdpa_cuda.txt" 2>&1 \
-    && results+=("DONE bench_sdpa_cuda: $OUT/bench_sdpa_cuda.txt") \
-    || results+=("FAIL bench_sdpa_cuda: see $OUT/bench_sdpa_cuda.txt")
-wait "$PIPELINE"
 if [ "$(cat "$OUT/pipeline.rc")" = 0 ]; then
     results+=("PASS tiny pipeline on CUDA: timings at the end of $OUT/pipeline.log")
 else
