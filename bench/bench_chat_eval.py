@@ -3,6 +3,7 @@
     python bench/bench_chat_eval.py                       # d4, 64 categorical and 8 generative problems
     python bench/bench_chat_eval.py --repeats 5 --max-new-tokens 128
     python bench/bench_chat_eval.py --source sft          # a real checkpoint from <base> instead of a random d4
+    python bench/bench_chat_eval.py --source rl --compile --temperature 0 --generative-problems 100 --max-new-tokens 192
 
 Model: by default a random d4 (bench_gpt.make_model: vocab = the tokenizer's, head_dim 64, context 256, window L,
 fp32) with a 2048-token BPE trained on the standard library's documentation; with --source, that checkpoint and
@@ -14,9 +15,13 @@ Rows, best of --repeats (methods interleaved, so a busy machine slows all of the
 - categorical  batched      run_categorical_eval, --batch-size prompts per forward (right-padded with BOS)
                per-problem  the same function at batch 1: one unbatched forward per problem (nanochat's loop shape)
 - generative   engine       run_generative_eval: the Engine (KV cache, one prefill shared by the samples)
+               together     one sample each, --batch-size problems decoded together (Engine.generate_many)
                naive        per problem and per sample, GPT.generate: batch 1, no KV cache, the whole sequence rerun
                             for every new token
-at --num-samples 1 and 4. The speedup column is against the baseline of the same group, measured in this run.
+at --num-samples 1 and 4. The speedup column is against the baseline of the same group, measured in this run; the
+"together" row also gives its ratio to the engine's one-problem-at-a-time row, and whether the two solved as many
+problems (at --temperature 0 they decode the same tokens up to rounding). --compile: the engine's compiled step
+for both engine rows (compiled before the timing); the main job's evaluations batch eagerly, and only RL compiles.
 """
 import argparse
 import contextlib
@@ -114,6 +119,8 @@ def main():
     p.add_argument('--max-new-tokens', type=int, default=64)
     p.add_argument('--repeats', type=int, default=3)
     p.add_argument('--threads', type=int, default=1, help='torch intra-op threads (1 is fastest for these sizes)')
+    p.add_argument('--temperature', type=float, default=1.0, help='generative sampling temperature (0: greedy)')
+    p.add_argument('--compile', action='store_true', help="the engine rows decode through the compiled step")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     if args.source:
@@ -125,7 +132,7 @@ def main():
         model = random_d4(tokenizer, 256)
         what = f"random d4, vocab {tokenizer.get_vocab_size()}"
     print(f"{what}, {torch.get_num_threads()} thread(s), load average {os.getloadavg()[0]:.2f}")
-    rows = []
+    rows, notes = [], []
 
     mc = ArithmeticMC(args.categorical_problems)
     prompt_lens = [len(tokenizer.render_for_completion(mc[i])) for i in range(len(mc))]
@@ -139,17 +146,33 @@ def main():
              ('categorical', 'per-problem (baseline)', rates['per-problem'], rates['per-problem'])]
 
     task = SyntheticArithmetic('test', size=args.generative_problems)
-    engine, naive = Engine(model, tokenizer), NaiveGenerate(model, tokenizer)
+    engine, naive = Engine(model, tokenizer, compile=args.compile), NaiveGenerate(model, tokenizer)
+    def run(e, n, batch_size=1):
+        return run_generative_eval(task, tokenizer, model, e, n, args.max_new_tokens, args.temperature, 50,
+                                   batch_size=batch_size)
+    if args.compile:  # compile every graph the rows use (batch 1, padded rows, samples of one prompt) before timing
+        for n, batch_size in ((1, 1), (1, args.batch_size), (4, 1)):
+            timed(lambda: run(engine, n, batch_size))
     for n in (1, 4):
-        def run(e, n=n): return run_generative_eval(task, tokenizer, model, e, n, args.max_new_tokens, 1.0, 50)
-        rates, _ = best_rates({'engine': lambda: run(engine), 'naive': lambda: run(naive)}, len(task), args.repeats)
-        rows += [('generative', f'engine, {n} sample(s)', rates['engine'], rates['naive']),
-                 ('generative', f'naive, {n} sample(s) (baseline)', rates['naive'], rates['naive'])]
+        methods = {'engine': lambda n=n: run(engine, n), 'naive': lambda n=n: run(naive, n)}
+        if n == 1:
+            methods['together'] = lambda: run(engine, 1, args.batch_size)
+        rates, outcomes = best_rates(methods, len(task), args.repeats)
+        rows.append(('generative', f'engine, {n} sample(s)', rates['engine'], rates['naive']))
+        if n == 1:
+            same = "the same number solved" if outcomes['together'] == outcomes['engine'] else \
+                f"solved {outcomes['together'][0]} vs {outcomes['engine'][0]}"
+            rows.append(('generative', f'together (b={args.batch_size}), 1 sample', rates['together'], rates['naive']))
+            notes.append(f"together / engine at 1 sample: {rates['together'] / rates['engine']:.2f}x ({same})")
+        rows.append(('generative', f'naive, {n} sample(s) (baseline)', rates['naive'], rates['naive']))
 
     print(f"\n{'eval':<12} {'method':<32} {'problems/s':>11} {'speedup':>8}")
     for kind, method, rate, baseline in rows:
         print(f"{kind:<12} {method:<32} {rate:>11.2f} {rate / baseline:>7.2f}x")
-    print(f"(generative: {args.max_new_tokens} new tokens per sample; categorical: one forward per batch)")
+    print(f"(generative: at most {args.max_new_tokens} new tokens per sample, temperature {args.temperature}, "
+          f"{'compiled' if args.compile else 'eager'} engine; categorical: one forward per batch)")
+    for note in notes:
+        print(note)
 
 
 if __name__ == '__main__':

@@ -95,14 +95,15 @@ def _matmul(x, w, layout):
     y = (w @ x.t()).t() # w is (out, in): the weight is the big operand, shared out over threads
     return y if torch.compiler.is_compiling() else y.contiguous() # compiled, a copy makes inductor swap the operands
 
-def _attend_last(q, keys, values, window_size):
-    "One new query per row, q (B, 1, H, D), over the filled cache, keys and values (B, P, H_kv, D): (B, 1, H, D)"
-    if torch.compiler.is_compiling():
-        return _attend_last_sums(q, keys, values, window_size[0])
+def _attend_last(q, keys, values, window_size, pad=None):
+    """One new query per row, q (B, 1, H, D), over the filled cache, keys and values (B, P, H_kv, D): (B, 1, H, D).
+    `pad` (B,): how many positions at the start of each row are padding (prompts of different lengths: generate_many)"""
+    if torch.compiler.is_compiling() or pad is not None:
+        return _attend_last_sums(q, keys, values, window_size[0], pad)
     q_, k_, v_ = q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2)
     return _sdpa_attention(q_, k_, v_, True, tuple(window_size)).transpose(1, 2) # the model's own attention
 
-def _attend_last_sums(q, keys, values, left):
+def _attend_last_sums(q, keys, values, left, pad=None):
     "`_attend_last` in products and sums over the cache in its own layout, which inductor fuses (SDPA: ~2x slower)"
     B, _, H, D = q.shape
     P, H_kv = keys.size(1), keys.size(2)
@@ -110,13 +111,16 @@ def _attend_last_sums(q, keys, values, left):
     scores = torch.einsum('bhgd,bthd->bhgt', qg, keys) * D ** -0.5 # (B, H_kv, G, P)
     if left >= 0: # a sliding window: the last position sees the last left+1 keys (a mask: P stays a free symbol)
         scores = scores.masked_fill(torch.arange(P, device=q.device) < P - 1 - left, float('-inf'))
+    if pad is not None: # a row's padding holds no keys: masked out, (B, P) over the heads
+        scores = scores.masked_fill((torch.arange(P, device=q.device) < pad[:, None])[:, None, None], float('-inf'))
     probs = torch.softmax(scores, dim=-1)
     return torch.einsum('bhgt,bthd->bhgd', probs, values).reshape(B, 1, H, D)
 
-def lean_step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, n_head, window_sizes):
+def lean_step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, n_head, window_sizes, pad=None):
     """Logits (B, vocab) for one new token per row, ids (B, 1). Per layer, `keys` and `values` are views (B, P, H_kv, D)
     of the cache up to and including the new position, whose row P - 1 this step writes; cos_sin is that position's
-    rotary row. Tensors and constants only, and the position only as a size (P): `torch.compile` traces it once"""
+    rotary row (one per row where `pad` gives rows their own positions). Tensors and constants only, and the position
+    only as a size (P): `torch.compile` traces it once"""
     B = ids.size(0)
     H, H_kv, D = n_head, keys[0].size(2), keys[0].size(3)
     x = norm(F.embedding(ids, wte).view(B, -1)) # (B, C)
@@ -134,7 +138,7 @@ def lean_step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, n_head, 
         qk = norm(apply_rotary_emb(qk, *cos_sin)) # rotary and QK norm for all heads at once
         keys[i][:, -1] = qk[:, 0, H:] # into the cache, in place
         values[i][:, -1] = v[:, 0]
-        y = _attend_last(qk[:, :, :H], keys[i], values[i], window_sizes[i]) # (B, 1, H, D)
+        y = _attend_last(qk[:, :, :H], keys[i], values[i], window_sizes[i], pad) # (B, 1, H, D)
         x = x + _matmul(y.reshape(B, H * D), w['proj'], layout)
         u = torch.relu(_matmul(norm(x), w['fc'], layout)) # (B, 4C)
         x = x + _matmul(u * u, w['fc_proj'], layout)
@@ -177,8 +181,9 @@ class LeanDecoder:
         return m.transformer.wte.weight.detach(), layers, pack(m.lm_head.weight[:m.config.vocab_size])
 
     @torch.inference_mode()
-    def step(self, ids, kv_cache, packed):
-        "Logits (B, vocab) for one new token per row, ids (B, 1): `model.forward(ids, kv_cache)[:, -1]` up to rounding"
+    def step(self, ids, kv_cache, packed, pad=None):
+        """Logits (B, vocab) for one new token per row, ids (B, 1): `model.forward(ids, kv_cache)[:, -1]` up to
+        rounding. `pad` (B,): rows whose prompts sit right-aligned after pad[b] empty positions (`generate_many`)"""
         m = self.model
         layout, _, wte, layers, lm_head = packed
         pos = kv_cache.get_pos()
@@ -186,13 +191,16 @@ class LeanDecoder:
             raise ValueError(f"position {pos} is beyond the rotary embeddings cache ({m.cos.size(1)} positions)")
         kv_cache.ensure_room(1) # a full cache is refused before the views below would silently come out short
         cos_sin = m.cos[:, pos:pos + 1], m.sin[:, pos:pos + 1] # (1, 1, 1, D/2)
+        if pad is not None: # each row at its own position: the padding before its prompt does not count
+            at = pos - pad # (B,)
+            cos_sin = m.cos[0, at, None], m.sin[0, at, None] # (B, 1, 1, D/2)
         keys = [kv_cache.k_cache[i, :, :pos + 1] for i in range(kv_cache.n_layers)] # (B, P, H_kv, D) views
         values = [kv_cache.v_cache[i, :, :pos + 1] for i in range(kv_cache.n_layers)]
-        args = (ids, cos_sin, keys, values, wte, layers, lm_head, layout, m.config.n_head, m.window_sizes)
+        args = (ids, cos_sin, keys, values, wte, layers, lm_head, layout, m.config.n_head, m.window_sizes, pad)
         if not self.compile:
             logits = lean_step(*args)
         else:
-            mark_symbols(ids, keys + values)
+            mark_symbols(ids, keys + values, per_row=() if pad is None else (pad,) + cos_sin)
             try:
                 logits = compiled(lean_step, dynamic=None)(*args)
             except Exception as e: # no C++ compiler, an inductor bug...: this engine decodes eagerly from now on
@@ -383,37 +391,66 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
     del kv_prefill
     row_states = [RowState(tokens.copy()) for _ in range(num_samples)]
     # 3) Decode all rows in lockstep
-    for step in range(max_tokens):
-        if step > 0 and compiled_forward:
+    def step(ids):
+        if compiled_forward:
             logits = compiled(decode_step, dynamic=False)(model, ids, kv_cache.k_cache, kv_cache.v_cache,
                                                           kv_cache.cache_seqlens)
             kv_cache.pos += 1 # the step advanced cache_seqlens on the device; keep the Python mirror in step
-        elif step > 0:
-            kv_cache.ensure_room(1 + spare, max_len=limit + spare)
-            logits = (self.lean_decoder.step(ids, kv_cache, packed) if lean else
-                      model.forward(ids, kv_cache=kv_cache)[:, -1, :])
+            return logits
+        kv_cache.ensure_room(1 + spare, max_len=limit + spare)
+        if lean:
+            return self.lean_decoder.step(ids, kv_cache, packed)
+        return model.forward(ids, kv_cache=kv_cache)[:, -1, :]
+    yield from self.decode_rows(logits, step, row_states, max_tokens, rng, temperature, top_k)
+
+@patch
+def decode_rows(self: Engine, logits, step, row_states, max_tokens, rng, temperature, top_k, drop=None):
+    """Sample a token per row from `logits` (B, vocab), force the tool's tokens, yield the column; step(ids): new
+    logits. With `drop`, rows that ended leave the batch while two rows or more stay: drop(keep) cuts the step's
+    cache down to the batch positions `keep`, and an ended row's place in later columns repeats its stop token"""
+    device = logits.device
+    live = list(range(len(row_states))) # the row at each batch position
+    for t in range(max_tokens):
+        if t > 0:
+            logits = step(ids)
         next_ids = sample_next_token(logits, rng, temperature, top_k)  # (B, 1)
-        token_column, token_masks, any_forced = next_ids[:, 0].tolist(), [], False
-        for i, state in enumerate(row_states):
-            forced = len(state.forced_tokens) > 0
-            if forced:
-                token_column[i], any_forced = state.forced_tokens.popleft(), True
-            token_masks.append(0 if forced else 1)
-            self.update_row(state, token_column[i])
+        token_column = [state.current_tokens[-1] for state in row_states] # overwritten for the rows in the batch
+        token_masks, any_forced = [0] * len(row_states), False
+        for i, token in zip(live, next_ids[:, 0].tolist()):
+            state = row_states[i]
+            if state.forced_tokens:
+                token, any_forced = state.forced_tokens.popleft(), True
+            else:
+                token_masks[i] = 1
+            token_column[i] = token
+            self.update_row(state, token)
         yield token_column, token_masks
         if all(state.completed for state in row_states):
             break
-        ids = torch.tensor(token_column, dtype=torch.long, device=device)[:, None] if any_forced else next_ids
+        if any_forced:
+            ids = torch.tensor([token_column[i] for i in live], dtype=torch.long, device=device)[:, None]
+        else:
+            ids = next_ids
+        keep = [b for b, i in enumerate(live) if not row_states[i].completed]
+        if drop is not None and 2 <= len(keep) < len(live):
+            drop(torch.tensor(keep, device=device))
+            ids = ids[keep]
+            live = [live[b] for b in keep]
 
 # %% ../nbs/12_engine.ipynb #32a3a609
 @patch
 def generate_batch(self: Engine, tokens, num_samples=1, **kwargs):
     "Non-streaming generation: `(results, masks)`, lists of token lists without the terminal token"
+    return self.collect_rows(self.generate(tokens, num_samples, **kwargs), [tokens] * num_samples)
+
+@patch
+def collect_rows(self: Engine, stream, prompts):
+    "A stream's `(results, masks)`: row i is prompts[i] and its tokens up to (not including) the terminal one"
     assistant_end, bos = self.special["assistant_end"], self.special["bos"]
-    results = [tokens.copy() for _ in range(num_samples)]
-    masks = [[0] * len(tokens) for _ in range(num_samples)]
-    completed = [False] * num_samples
-    for token_column, token_masks in self.generate(tokens, num_samples, **kwargs):
+    results = [prompt.copy() for prompt in prompts]
+    masks = [[0] * len(prompt) for prompt in prompts]
+    completed = [False] * len(prompts)
+    for token_column, token_masks in stream:
         for i, (token, mask) in enumerate(zip(token_column, token_masks)):
             if not completed[i]:
                 if token == assistant_end or token == bos:
@@ -424,6 +461,48 @@ def generate_batch(self: Engine, tokens, num_samples=1, **kwargs):
         if all(completed):
             break
     return results, masks
+
+# %% ../nbs/12_engine.ipynb #9a1c3e02
+@patch
+@torch.inference_mode()
+def generate_many(self: Engine, prompts, max_tokens, temperature=1.0, top_k=None, seed=42):
+    """One completion per prompt, the prompts decoded together: `(results, masks)` as `generate_batch` gives them for
+    one sample, row i from prompts[i]"""
+    assert prompts and all(isinstance(p, list) and p and isinstance(p[0], int) for p in prompts), \
+        "expecting a non-empty list of non-empty token lists"
+    if len(prompts) == 1 or not self.lean_decoding(): # one after another, as generate_batch decodes them
+        rows = [self.generate_batch(p, 1, max_tokens=max_tokens, temperature=temperature, top_k=top_k, seed=seed)
+                for p in prompts]
+        return [results[0] for results, _ in rows], [masks[0] for _, masks in rows]
+    model, device = self.model, self.model.get_device()
+    rng = torch.Generator(device=device)
+    rng.manual_seed(seed)
+    end = max(len(p) for p in prompts) # every prompt ends at this cache position
+    max_tokens = min(max_tokens, self.max_positions() - end)
+    spare = 1 if self.compile else 0 # as in generate: the compiled step's views never cover the whole cache
+    kv_cache = KVCache(len(prompts), seq_len=end + max_tokens + spare, **self.kv_cache_kwargs())
+    logits = []
+    for b, prompt in enumerate(prompts): # each prompt's own prefill at batch 1, copied into its row right-aligned
+        kv_prefill = KVCache(1, seq_len=len(prompt), **self.kv_cache_kwargs())
+        ids = torch.tensor([prompt], dtype=torch.long, device=device)
+        logits.append(model.forward(ids, kv_cache=kv_prefill)[:, -1, :])
+        kv_cache.k_cache[:, b, end - len(prompt):end] = kv_prefill.k_cache[:, 0]
+        kv_cache.v_cache[:, b, end - len(prompt):end] = kv_prefill.v_cache[:, 0]
+    kv_cache.cache_seqlens.fill_(end)
+    kv_cache.pos = end
+    pad = torch.tensor([end - len(p) for p in prompts], device=device) # (B,) empty positions before each prompt
+    packed = self.lean_decoder.weights(len(prompts))
+    row_states = [RowState(p.copy()) for p in prompts]
+    def step(ids):
+        return self.lean_decoder.step(ids, kv_cache, packed, pad=pad)
+    def drop(keep): # rows that ended leave the batch: the cache keeps the rows at `keep`, and their padding
+        nonlocal pad
+        kv_cache.k_cache, kv_cache.v_cache = kv_cache.k_cache[:, keep], kv_cache.v_cache[:, keep]
+        kv_cache.cache_seqlens = kv_cache.cache_seqlens[keep]
+        kv_cache.batch_size = len(keep)
+        pad = pad[keep]
+    stream = self.decode_rows(torch.cat(logits), step, row_states, max_tokens, rng, temperature, top_k, drop)
+    return self.collect_rows(stream, prompts)
 
 # %% ../nbs/12_engine.ipynb #07095bcd
 class KVCacheView:
@@ -451,12 +530,15 @@ def cache_capacity(positions, smallest=64):
     "The cache size a compiled decode uses for `positions`: the next power of two, so few sizes ever compile"
     return max(smallest, 1 << (positions - 1).bit_length())
 
-def mark_symbols(ids, views):
-    "Mark the sizes the compiled lean step leaves as symbols: the position (the views' P) and a batch above 1"
+def mark_symbols(ids, views, per_row=()):
+    """Mark the sizes the compiled lean step leaves as symbols: the position (the views' P) and a batch above 1 (also
+    the first size of `per_row`, tensors with a row each)"""
     batch = [0] if ids.size(0) > 1 else [] # batch 1 stays a constant: its own graph, with its own products
     torch._dynamo.maybe_mark_dynamic(ids, batch)
     for view in views: # (B, P, H_kv, D)
         torch._dynamo.maybe_mark_dynamic(view, batch + [1])
+    for t in per_row:
+        torch._dynamo.maybe_mark_dynamic(t, batch)
 
 @functools.cache
 def compiled(step, dynamic):

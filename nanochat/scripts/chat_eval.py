@@ -31,6 +31,7 @@ class ChatEvalConfig:
     max_problems: int = None  # -x: at most this many problems per task (default: all)
     device_type: str = ''  # cuda|cpu|mps (empty = autodetect)
     compile: bool = False  # decode through the engine's compiled step (12_engine; CPU: a one-off compile, 5-40 s)
+    gen_batch_size: int = 1  # generative tasks, one sample each: problems decoded together (1: one at a time)
 
 SHORT_FLAGS = {'-i': '--source', '-a': '--task-name', '-t': '--temperature', '-m': '--max-new-tokens',
                '-n': '--num-samples', '-k': '--top-k', '-b': '--batch-size', '-g': '--model-tag', '-s': '--step',
@@ -122,23 +123,31 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
 # %% ../../nbs/26_chat_eval.ipynb #ef4d06fe
 @torch.inference_mode()
 def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tokens, temperature, top_k,
-                        max_problems=None):
-    "Fraction of problems where any of `num_samples` completions passes; returns `(accuracy, passed, total)`"
+                        max_problems=None, batch_size=1):
+    """Fraction of problems where any of `num_samples` completions passes; returns `(accuracy, passed, total)`. With
+    one sample per problem, `batch_size` problems are decoded together (`Engine.generate_many`)"""
     _, rank, _, world_size = get_dist_info()
     device = model.get_device()
     num_problems = len(task) if max_problems is None else min(len(task), max_problems)
+    indices = list(range(rank, num_problems, world_size))
+    group = batch_size if num_samples == 1 else 1
     passed, total, tokens, t0 = 0, 0, 0, time.time()
-    for i in range(rank, num_problems, world_size):
-        conversation = task[i]
-        prompt = tokenizer.render_for_completion(conversation)
+    for start in range(0, len(indices), group):
+        conversations = [task[i] for i in indices[start:start + group]]
+        prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
         with autocast_ctx(device.type):
-            results, _ = engine.generate_batch(prompt, num_samples=num_samples, max_tokens=max_new_tokens,
-                                               temperature=temperature, top_k=top_k)
-        completions = [tokenizer.decode(row[len(prompt):]) for row in results]
-        tokens += sum(len(row) - len(prompt) for row in results) # generated (and forced) tokens, every sample
-        outcomes = [task.evaluate(conversation, completion) for completion in completions]
-        passed += int(any(outcomes))
-        total += 1
+            if group == 1: # nanochat's loop: one problem, its samples in one batch
+                rows = [engine.generate_batch(prompts[0], num_samples=num_samples, max_tokens=max_new_tokens,
+                                              temperature=temperature, top_k=top_k)[0]]
+            else:
+                many, _ = engine.generate_many(prompts, max_tokens=max_new_tokens, temperature=temperature, top_k=top_k)
+                rows = [[row] for row in many]
+        for conversation, prompt, results in zip(conversations, prompts, rows):
+            completions = [tokenizer.decode(row[len(prompt):]) for row in results]
+            tokens += sum(len(row) - len(prompt) for row in results) # generated (and forced) tokens, every sample
+            outcomes = [task.evaluate(conversation, completion) for completion in completions]
+            passed += int(any(outcomes))
+            total += 1
         if rank == 0 and sys.stdout.isatty():  # a running line on a terminal; logs get the final count only
             line = f"Rank 0 | {passed}/{total} ({100 * passed / total:.2f}%) | {time.time() - t0:.0f}s"
             print(f"\r\033[K{line}", end='', flush=True)
@@ -165,14 +174,14 @@ def chatcore(results):
 
 # %% ../../nbs/26_chat_eval.ipynb #467d177e
 def run_chat_eval(task_name, model, tokenizer, engine, batch_size=1, num_samples=1, max_new_tokens=512,
-                  temperature=0.0, top_k=50, max_problems=None):
+                  temperature=0.0, top_k=50, max_problems=None, gen_batch_size=1):
     "Accuracy of `model` on the task `task_name` (see EVAL_TASKS), categorical or generative"
     task = load_eval_task(task_name)
     if task.eval_type == 'categorical':
         accuracy, _, _ = run_categorical_eval(task, tokenizer, model, batch_size, max_problems=max_problems)
     elif task.eval_type == 'generative':
         accuracy, _, _ = run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tokens, temperature,
-                                             top_k, max_problems=max_problems)
+                                             top_k, max_problems=max_problems, batch_size=gen_batch_size)
     else:
         raise ValueError(f"{task_name}: unknown eval_type {task.eval_type!r}")
     return accuracy
@@ -232,7 +241,8 @@ def main(argv=None):
         t0 = time.time()
         results[task_name] = run_chat_eval(task_name, model, tokenizer, engine, batch_size=cfg.batch_size,
                                            num_samples=cfg.num_samples, max_new_tokens=cfg.max_new_tokens,
-                                           temperature=cfg.temperature, top_k=cfg.top_k, max_problems=cfg.max_problems)
+                                           temperature=cfg.temperature, top_k=cfg.top_k, max_problems=cfg.max_problems,
+                                           gen_batch_size=cfg.gen_batch_size)
         print0(f"{task_name} accuracy: {results[task_name]:.4f} ({time.time() - t0:.1f}s)")
     lines = report_lines(results)
     for key in ("ChatCORE metric", "synthetic tasks"):

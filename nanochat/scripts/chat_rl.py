@@ -68,18 +68,25 @@ def pass_at_k(correct, k):
     return sum(any(c[:k]) for c in correct) / max(len(correct), 1)
 
 @torch.no_grad()
-def sample_answers(engine, tokenizer, task, indices, num_samples, seed=42, **kwargs):
-    "For each problem of `task` in `indices`: its completions (one Engine batch) and whether each is right"
+def sample_answers(engine, tokenizer, task, indices, num_samples, seed=42, batch_size=1, **kwargs):
+    """For each problem of `task` in `indices`: its completions (one Engine batch) and whether each is right. With one
+    sample, `batch_size` problems are decoded together (`Engine.generate_many`)"""
     device_type = engine.model.get_device().type
+    indices = list(indices)
+    group = batch_size if num_samples == 1 else 1
     records = []
-    for idx in indices:
-        conversation = task[idx]
-        tokens = tokenizer.render_for_completion(conversation)
+    for start in range(0, len(indices), group):
+        conversations = [task[idx] for idx in indices[start:start + group]]
+        prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
         with autocast_ctx(device_type):
-            sequences, _ = engine.generate_batch(tokens, num_samples=num_samples, seed=seed, **kwargs)
-        completions = [tokenizer.decode(seq[len(tokens):]) for seq in sequences]
-        records.append(dict(idx=idx, completions=completions,
-                            correct=[bool(task.evaluate(conversation, c)) for c in completions]))
+            if group == 1:
+                rows = [engine.generate_batch(prompts[0], num_samples=num_samples, seed=seed, **kwargs)[0]]
+            else:
+                rows = [[row] for row in engine.generate_many(prompts, seed=seed, **kwargs)[0]]
+        for idx, conversation, tokens, sequences in zip(indices[start:], conversations, prompts, rows):
+            completions = [tokenizer.decode(seq[len(tokens):]) for seq in sequences]
+            records.append(dict(idx=idx, completions=completions,
+                                correct=[bool(task.evaluate(conversation, c)) for c in completions]))
     return records
 
 # %% ../../nbs/29_chat_rl.ipynb #a29aed93
@@ -333,8 +340,8 @@ def evaluate(run):
     run.model.eval()
     sampled = sample_answers(run.engine, run.tokenizer, run.val_task, indices, k, max_tokens=cfg.max_new_tokens,
                              temperature=1.0, top_k=cfg.top_k)
-    greedy = sample_answers(run.engine, run.tokenizer, run.val_task, indices, 1, max_tokens=cfg.max_new_tokens,
-                            temperature=0.0)
+    greedy = sample_answers(run.engine, run.tokenizer, run.val_task, indices, 1, batch_size=k,
+                            max_tokens=cfg.max_new_tokens, temperature=0.0) # k problems decoded together
     correct = [r["correct"] for r in sampled]
     counts = [sum(any(c[:j]) for c in correct) for j in range(1, k + 1)]  # pass@j numerators
     counts += [sum(r["correct"][0] for r in greedy), len(correct)]

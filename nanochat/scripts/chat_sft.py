@@ -51,6 +51,7 @@ class SFTConfig:
     eval_steps: int = 100  # batches per val loss evaluation
     eval_metrics_every: int = 200  # chat_eval accuracies every N steps and at the end (-1 = disable)
     eval_metrics_max_problems: int = 1024  # at most this many problems per task
+    eval_metrics_gen_batch_size: int = 1  # the metrics' problems decoded together (chat_eval's --gen-batch-size)
     compile: bool = False  # the metrics sampled through the engine's compiled decode step (12_engine)
     # Checkpoints
     save_every: int = -1  # also save a resumable checkpoint every N steps (-1 = only the final one)
@@ -285,7 +286,8 @@ def evaluate_metrics(run, max_new_tokens=256):
     for task_name in metric_tasks():
         st.metrics[task_name] = run_chat_eval(task_name, run.orig_model, run.tokenizer, engine,
                                               batch_size=2 * cfg.device_batch_size, max_new_tokens=max_new_tokens,
-                                              max_problems=cfg.eval_metrics_max_problems)
+                                              max_problems=cfg.eval_metrics_max_problems,
+                                              gen_batch_size=cfg.eval_metrics_gen_batch_size)
     run.orig_model.train()
     print0(f"Step {st.step:05d} | " + " | ".join(f"{k}: {v:.4f}" for k, v in st.metrics.items()))
     run.wandb.log({"step": st.step, **{f"{k}_acc": v for k, v in st.metrics.items()}})
