@@ -465,9 +465,9 @@ def collect_rows(self: Engine, stream, prompts):
 # %% ../nbs/12_engine.ipynb #9a1c3e02
 @patch
 @torch.inference_mode()
-def generate_many(self: Engine, prompts, max_tokens, temperature=1.0, top_k=None, seed=42):
+def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k=None, seed=42):
     """One completion per prompt, the prompts decoded together: `(results, masks)` as `generate_batch` gives them for
-    one sample, row i from prompts[i]"""
+    one sample, row i from prompts[i]; without `max_tokens`, until every row ends or the rotary table is full"""
     assert prompts and all(isinstance(p, list) and p and isinstance(p[0], int) for p in prompts), \
         "expecting a non-empty list of non-empty token lists"
     if len(prompts) == 1 or not self.lean_decoding(): # one after another, as generate_batch decodes them
@@ -478,7 +478,8 @@ def generate_many(self: Engine, prompts, max_tokens, temperature=1.0, top_k=None
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
     end = max(len(p) for p in prompts) # every prompt ends at this cache position
-    max_tokens = min(max_tokens, self.max_positions() - end)
+    room = self.max_positions() - end # as in generate: the longest prompt fills the rotary table first
+    max_tokens = room if max_tokens is None else min(max_tokens, room)
     spare = 1 if self.compile else 0 # as in generate: the compiled step's views never cover the whole cache
     kv_cache = KVCache(len(prompts), seq_len=end + max_tokens + spare, **self.kv_cache_kwargs())
     logits = []
