@@ -126,6 +126,8 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
                         max_problems=None, batch_size=1):
     """Fraction of problems where any of `num_samples` completions passes; returns `(accuracy, passed, total)`. With
     one sample per problem, `batch_size` problems are decoded together (`Engine.generate_many`)"""
+    if batch_size < 1:
+        raise ValueError(f"--gen-batch-size must be at least 1, not {batch_size}")
     _, rank, _, world_size = get_dist_info()
     device = model.get_device()
     num_problems = len(task) if max_problems is None else min(len(task), max_problems)
