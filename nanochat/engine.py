@@ -465,15 +465,15 @@ def collect_rows(self: Engine, stream, prompts):
 # %% ../nbs/12_engine.ipynb #9a1c3e02
 @patch
 @torch.inference_mode()
-def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k=None, seed=42):
-    """One completion per prompt, the prompts decoded together: `(results, masks)` as `generate_batch` gives them for
-    one sample, row i from prompts[i]; without `max_tokens`, until every row ends or the rotary table is full"""
+def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k=None, seed=42, num_samples=1):
+    """`num_samples` completions per prompt, the prompts decoded together: `(results, masks)` as `generate_batch` gives
+    them, the rows of prompts[0] first; without `max_tokens`, until every row ends or the rotary table is full"""
     assert prompts and all(isinstance(p, list) and p and isinstance(p[0], int) for p in prompts), \
         "expecting a non-empty list of non-empty token lists"
     if len(prompts) == 1 or not self.lean_decoding(): # one after another, as generate_batch decodes them
-        rows = [self.generate_batch(p, 1, max_tokens=max_tokens, temperature=temperature, top_k=top_k, seed=seed)
-                for p in prompts]
-        return [results[0] for results, _ in rows], [masks[0] for _, masks in rows]
+        rows = [self.generate_batch(p, num_samples, max_tokens=max_tokens, temperature=temperature, top_k=top_k,
+                                    seed=seed) for p in prompts]
+        return [r for results, _ in rows for r in results], [m for _, masks in rows for m in masks]
     model, device = self.model, self.model.get_device()
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
@@ -481,19 +481,21 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
     room = self.max_positions() - end # as in generate: the longest prompt fills the rotary table first
     max_tokens = room if max_tokens is None else min(max_tokens, room)
     spare = 1 if self.compile else 0 # as in generate: the compiled step's views never cover the whole cache
-    kv_cache = KVCache(len(prompts), seq_len=end + max_tokens + spare, **self.kv_cache_kwargs())
+    rows = [p for p in prompts for _ in range(num_samples)] # each prompt's samples side by side
+    kv_cache = KVCache(len(rows), seq_len=end + max_tokens + spare, **self.kv_cache_kwargs())
     logits = []
-    for b, prompt in enumerate(prompts): # each prompt's own prefill at batch 1, copied into its row right-aligned
+    for j, prompt in enumerate(prompts): # each prompt's own prefill at batch 1, copied into its rows right-aligned
         kv_prefill = KVCache(1, seq_len=len(prompt), **self.kv_cache_kwargs())
         ids = torch.tensor([prompt], dtype=torch.long, device=device)
-        logits.append(model.forward(ids, kv_cache=kv_prefill)[:, -1, :])
-        kv_cache.k_cache[:, b, end - len(prompt):end] = kv_prefill.k_cache[:, 0]
-        kv_cache.v_cache[:, b, end - len(prompt):end] = kv_prefill.v_cache[:, 0]
+        logits.append(model.forward(ids, kv_cache=kv_prefill)[:, -1, :].expand(num_samples, -1))
+        its_rows = slice(j * num_samples, (j + 1) * num_samples)
+        kv_cache.k_cache[:, its_rows, end - len(prompt):end] = kv_prefill.k_cache[:, :1] # over its rows
+        kv_cache.v_cache[:, its_rows, end - len(prompt):end] = kv_prefill.v_cache[:, :1]
     kv_cache.cache_seqlens.fill_(end)
     kv_cache.pos = end
-    pad = torch.tensor([end - len(p) for p in prompts], device=device) # (B,) empty positions before each prompt
-    packed = self.lean_decoder.weights(len(prompts))
-    row_states = [RowState(p.copy()) for p in prompts]
+    pad = torch.tensor([end - len(p) for p in rows], device=device) # (B,) empty positions before each row's prompt
+    packed = self.lean_decoder.weights(len(rows))
+    row_states = [RowState(p.copy()) for p in rows]
     def step(ids):
         return self.lean_decoder.step(ids, kv_cache, packed, pad=pad)
     def drop(keep): # rows that ended leave the batch: the cache keeps the rows at `keep`, and their padding
@@ -503,7 +505,7 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
         kv_cache.batch_size = len(keep)
         pad = pad[keep]
     stream = self.decode_rows(torch.cat(logits), step, row_states, max_tokens, rng, temperature, top_k, drop)
-    return self.collect_rows(stream, prompts)
+    return self.collect_rows(stream, rows)
 
 # %% ../nbs/12_engine.ipynb #07095bcd
 class KVCacheView:

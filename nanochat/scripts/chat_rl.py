@@ -69,20 +69,20 @@ def pass_at_k(correct, k):
 
 @torch.no_grad()
 def sample_answers(engine, tokenizer, task, indices, num_samples, seed=42, batch_size=1, **kwargs):
-    """For each problem of `task` in `indices`: its completions (one Engine batch) and whether each is right. With one
-    sample, `batch_size` problems are decoded together (`Engine.generate_many`)"""
+    """For each problem of `task` in `indices`: its completions and whether each is right. `batch_size` problems and
+    their samples are decoded together (`Engine.generate_many`; one problem: `generate_batch`, nanochat's loop)"""
     device_type = engine.model.get_device().type
     indices = list(indices)
-    group = batch_size if num_samples == 1 else 1
     records = []
-    for start in range(0, len(indices), group):
-        conversations = [task[idx] for idx in indices[start:start + group]]
+    for start in range(0, len(indices), batch_size):
+        conversations = [task[idx] for idx in indices[start:start + batch_size]]
         prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
         with autocast_ctx(device_type):
-            if group == 1:
+            if len(prompts) == 1:
                 rows = [engine.generate_batch(prompts[0], num_samples=num_samples, seed=seed, **kwargs)[0]]
             else:
-                rows = [[row] for row in engine.generate_many(prompts, seed=seed, **kwargs)[0]]
+                flat, _ = engine.generate_many(prompts, seed=seed, num_samples=num_samples, **kwargs)
+                rows = [flat[j * num_samples:(j + 1) * num_samples] for j in range(len(prompts))]
         for idx, conversation, tokens, sequences in zip(indices[start:], conversations, prompts, rows):
             completions = [tokenizer.decode(seq[len(tokens):]) for seq in sequences]
             records.append(dict(idx=idx, completions=completions,
@@ -125,6 +125,7 @@ class RLConfig:
     # Evaluation and checkpoints
     eval_every: int = 60  # evaluate pass@k every N steps (-1 = disable)
     eval_examples: int = 400  # number of test problems for pass@k
+    eval_batch_problems: int = 1  # problems whose --device-batch-size samples are decoded together (1: one at a time)
     save_every: int = 60  # save a checkpoint every N steps (-1 = only at the end)
 
 # %% ../../nbs/29_chat_rl.ipynb #bf0eaaff
@@ -152,6 +153,8 @@ def check_config(cfg, world_size):
     if cfg.device_batch_size < 1 or cfg.num_samples % cfg.device_batch_size:
         raise ValueError(f"--num-samples={cfg.num_samples} must be a multiple of "
                          f"--device-batch-size={cfg.device_batch_size}")
+    if cfg.eval_batch_problems < 1:
+        raise ValueError(f"--eval-batch-problems={cfg.eval_batch_problems} must be at least 1")
     if cfg.examples_per_step < 1 or cfg.examples_per_step % world_size:
         raise ValueError(f"--examples-per-step={cfg.examples_per_step} must be a positive multiple of the number of "
                          f"processes ({world_size})")
@@ -338,8 +341,8 @@ def evaluate(run):
     k = cfg.device_batch_size
     indices = range(run.rank, min(cfg.eval_examples, len(run.val_task)), run.world_size)
     run.model.eval()
-    sampled = sample_answers(run.engine, run.tokenizer, run.val_task, indices, k, max_tokens=cfg.max_new_tokens,
-                             temperature=1.0, top_k=cfg.top_k)
+    sampled = sample_answers(run.engine, run.tokenizer, run.val_task, indices, k, batch_size=cfg.eval_batch_problems,
+                             max_tokens=cfg.max_new_tokens, temperature=1.0, top_k=cfg.top_k)
     greedy = sample_answers(run.engine, run.tokenizer, run.val_task, indices, 1, batch_size=k,
                             max_tokens=cfg.max_new_tokens, temperature=0.0) # k problems decoded together
     correct = [r["correct"] for r in sampled]
