@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'lean_step', 'LeanDecoder', 'sample_next_token',
-           'use_calculator', 'RowState', 'Engine', 'KVCacheView', 'decode_step', 'cache_capacity', 'mark_symbols',
-           'compiled']
+           'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity',
+           'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -506,6 +506,14 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
         pad = pad[keep]
     stream = self.decode_rows(torch.cat(logits), step, row_states, max_tokens, rng, temperature, top_k, drop)
     return self.collect_rows(stream, rows)
+
+# %% ../nbs/12_engine.ipynb #9a1c3e08
+def rows_per_prompt(engine, prompts, num_samples=1, **kwargs):
+    "Each prompt's `num_samples` rows: one prompt through `generate_batch`, several together through `generate_many`"
+    if len(prompts) == 1:
+        return [engine.generate_batch(prompts[0], num_samples=num_samples, **kwargs)[0]]
+    flat, _ = engine.generate_many(prompts, num_samples=num_samples, **kwargs)
+    return [flat[j * num_samples:(j + 1) * num_samples] for j in range(len(prompts))]
 
 # %% ../nbs/12_engine.ipynb #07095bcd
 class KVCacheView:

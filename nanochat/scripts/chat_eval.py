@@ -14,6 +14,7 @@ import torch
 from ..common import (compute_init, compute_cleanup, print0, get_dist_info, autocast_ctx, parse_config,
                              asdict_config, in_notebook, forward_mfu, all_reduce_sum)
 from ..tasks import get_task, task_missing_reason, resolve_word_list, TaskDataMissing
+from ..engine import rows_per_prompt
 
 # %% ../../nbs/26_chat_eval.ipynb #390b273b
 @dataclass
@@ -137,13 +138,9 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
     for start in range(0, len(indices), group):
         conversations = [task[i] for i in indices[start:start + group]]
         prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
-        with autocast_ctx(device.type):
-            if group == 1: # nanochat's loop: one problem, its samples in one batch
-                rows = [engine.generate_batch(prompts[0], num_samples=num_samples, max_tokens=max_new_tokens,
-                                              temperature=temperature, top_k=top_k)[0]]
-            else:
-                many, _ = engine.generate_many(prompts, max_tokens=max_new_tokens, temperature=temperature, top_k=top_k)
-                rows = [[row] for row in many]
+        with autocast_ctx(device.type): # one problem: nanochat's loop, its samples in one batch
+            rows = rows_per_prompt(engine, prompts, num_samples, max_tokens=max_new_tokens, temperature=temperature,
+                                   top_k=top_k)
         for conversation, prompt, results in zip(conversations, prompts, rows):
             completions = [tokenizer.decode(row[len(prompt):]) for row in results]
             tokens += sum(len(row) - len(prompt) for row in results) # generated (and forced) tokens, every sample

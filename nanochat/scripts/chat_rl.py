@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
                              asdict_config, get_wandb, in_notebook, round_up)
+from ..engine import rows_per_prompt
 from .base_train import due
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
@@ -78,11 +79,7 @@ def sample_answers(engine, tokenizer, task, indices, num_samples, seed=42, batch
         conversations = [task[idx] for idx in indices[start:start + batch_size]]
         prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
         with autocast_ctx(device_type):
-            if len(prompts) == 1:
-                rows = [engine.generate_batch(prompts[0], num_samples=num_samples, seed=seed, **kwargs)[0]]
-            else:
-                flat, _ = engine.generate_many(prompts, seed=seed, num_samples=num_samples, **kwargs)
-                rows = [flat[j * num_samples:(j + 1) * num_samples] for j in range(len(prompts))]
+            rows = rows_per_prompt(engine, prompts, num_samples, seed=seed, **kwargs)
         for idx, conversation, tokens, sequences in zip(indices[start:], conversations, prompts, rows):
             completions = [tokenizer.decode(seq[len(tokens):]) for seq in sequences]
             records.append(dict(idx=idx, completions=completions,

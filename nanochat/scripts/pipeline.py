@@ -35,11 +35,11 @@ SCALES = {  # the numbers that differ between a laptop run and a test run
     "main": dict(corpus=[], tok_chars=20_000_000, vocab=4096, depth=4, seq=256, dbs=8, base_steps=200,
                  base_eval_every=50, eval_tokens=65536, core_per_task=100, mid_steps=300, sft_steps=-1,
                  rl_steps=60, rl_questions=8, rl_samples=8, rl_tokens=96, eval_problems=100, eval_tokens_max=192,
-                 compile_decode=True, gen_batch=8, rl_eval_batch=4),
+                 compile_rl=True, gen_batch=8, rl_eval_batch=4),
     "tiny": dict(corpus=["--max-chars=400000", "--num-shards=4", "--row-group-size=32"], tok_chars=400_000,
                  vocab=512, depth=2, seq=128, dbs=4, base_steps=10, base_eval_every=10, eval_tokens=2048,
                  core_per_task=8, mid_steps=8, sft_steps=8, rl_steps=3, rl_questions=2, rl_samples=4, rl_tokens=32,
-                 eval_problems=8, eval_tokens_max=48, compile_decode=False, gen_batch=4, rl_eval_batch=2),
+                 eval_problems=8, eval_tokens_max=48, compile_rl=False, gen_batch=4, rl_eval_batch=2),
 }
 
 def pipeline_stages(scale="main", device_type="cpu"):
@@ -51,7 +51,7 @@ def pipeline_stages(scale="main", device_type="cpu"):
     seq, dbs = s["seq"], s["dbs"]
     # on a CPU, RL samples through the engine's compiled step, and the evaluations (SFT's accuracies, the chat
     # evaluations) decode several problems' prompts together, eagerly: see below
-    decode = ["--compile=True"] if s["compile_decode"] and device_type == "cpu" else []
+    rl_decode = ["--compile=True"] if s["compile_rl"] and device_type == "cpu" else []
     gen, rl_eval_batch = (s["gen_batch"], s["rl_eval_batch"]) if device_type == "cpu" else (1, 1)
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
     evals = lambda source: Stage(f"{source}_eval", "nanochat.scripts.chat_eval",
@@ -87,7 +87,7 @@ def pipeline_stages(scale="main", device_type="cpu"):
                "--init-lr-frac=0.1",  # measured at main scale: 0.5 also learned the arithmetic but erased spelling
                f"--eval-every={rl_eval_every}", f"--eval-examples={s['eval_problems']}",
                f"--eval-batch-problems={rl_eval_batch}",
-               f"--save-every={s['rl_steps']}", *decode, dev]),
+               f"--save-every={s['rl_steps']}", *rl_decode, dev]),
         evals("rl"),
         Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", dev]),
         Stage("report", "nanochat.report", ["generate"]),
