@@ -5,6 +5,7 @@ KV-cached sampling saves over a naive per-sample generation loop.
     python bench/bench_rl.py --steps 5 --num-samples 8 --device-batch-size 8 --max-new-tokens 64
     python bench/bench_rl.py --threads 0            # torch's default thread count (default: 1 thread)
     python bench/bench_rl.py --compile              # chat_rl --compile: the RL steps (and the engine rows) compiled
+    python bench/bench_rl.py --rollout-batch-questions 2 # the steps with 2 questions sampled together beside 1
 
 Setup: a 4096-token BPE tokenizer trained on the offline corpus (`tiny_setup`), a d4 model (head_dim 64, context
 256, window pattern L, random weights with non-zero projections, fp32) saved as an `sft` checkpoint in a temporary
@@ -15,9 +16,12 @@ A random model rarely writes a stop token, so nearly every sample runs to --max-
 Reported:
 - per RL step: seconds sampling vs learning (and their shares), rollout tokens/s (generated tokens per second of
   sampling) and training tokens/s (tokens that carry a gradient, and all tokens forwarded, per second of learning);
+  the steps alternate between sampling the questions one at a time (nanochat's loop) and --rollout-batch-questions
+  of them together (`chat_rl --rollout-batch-questions`; default: all of a step's questions), so the two are
+  compared in one run;
 - rollouts for one question (--num-samples samples), the methods interleaved, best of --repeats, wall and CPU
   rates (tokens per CPU-second of all threads, from process_time):
-    engine batched   `generate_rollouts(engine, prompt, device_batch_size)`, what chat_rl runs
+    engine batched   `engine.generate_many([prompt], num_samples=device_batch_size)`, what chat_rl runs
     compiled batched the same through `Engine(compile=True)`, what `chat_rl --compile` runs (compiled before
                      timing; the compile time is printed)
     engine single    the same Engine, one sample at a time (KV cache, no batching)
@@ -31,7 +35,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import torch
 
@@ -40,7 +44,7 @@ from nanochat.checkpoint_manager import save_checkpoint, get_checkpoints_dir
 from nanochat.common import autocast_ctx, parse_config
 from nanochat.engine import Engine
 from nanochat.testing import tiny_setup
-from nanochat.scripts.chat_rl import RLConfig, setup, rl_step, generate_rollouts
+from nanochat.scripts.chat_rl import RLConfig, setup, rl_step
 from nanochat.tasks import SyntheticArithmetic
 
 
@@ -60,18 +64,18 @@ def rollout_methods(run, prompt, args):
     def batched(engine):
         n = 0
         for b in range(args.num_samples // args.device_batch_size):
-            seqs, _, _ = generate_rollouts(engine, prompt, args.device_batch_size, seed=b, **kw)
+            seqs = engine.generate_many([prompt], num_samples=args.device_batch_size, seed=b, **kw)[0]
             n += sum(len(s) - len(prompt) for s in seqs)
         return n
 
     t0 = time.perf_counter()
-    generate_rollouts(compiled, prompt, args.device_batch_size, max_tokens=8)  # compiles the batch > 1 graph
+    compiled.generate_many([prompt], num_samples=args.device_batch_size, max_tokens=8)  # compiles the batch > 1 graph
     print(f"compiled the decode step in {time.perf_counter() - t0:.0f} s")
 
     def engine_single():
         n = 0
         for i in range(args.num_samples):
-            seqs, _, _ = generate_rollouts(engine, prompt, 1, seed=i, **kw)
+            seqs = engine.generate_many([prompt], num_samples=1, seed=i, **kw)[0]
             n += len(seqs[0]) - len(prompt)
         return n
 
@@ -98,6 +102,8 @@ def main():
     p.add_argument('--repeats', type=int, default=3)
     p.add_argument('--threads', type=int, default=1, help='torch intra-op threads (0 = torch default)')
     p.add_argument('--compile', action='store_true', help="the RL steps as chat_rl --compile runs them")
+    p.add_argument('--rollout-batch-questions', type=int, default=0,
+                   help="questions sampled together in the alternate steps (0: all of a step's questions)")
     args = p.parse_args()
     if args.threads: torch.set_num_threads(args.threads)
     base = tempfile.mkdtemp(prefix="bench_rl_")
@@ -128,25 +134,34 @@ def bench(args, base):
           f"{args.device_batch_size}{', compiled' if args.compile else ''}), up to {args.max_new_tokens} new tokens, "
           f"temperature 1.0, top-k 50\n")
 
-    # 1) chat_rl's own step
-    print(f"{'step':>4} {'sampling s':>10} {'learning s':>10} {'sampling %':>10} {'rollout tok/s':>13} "
-          f"{'trained tok/s':>13} {'forwarded tok/s':>15}")
-    steps = []
+    # 1) chat_rl's own step, the questions sampled one at a time and `together` at a time, alternately
+    together = args.rollout_batch_questions or args.examples_per_step
+    print(f"{'step':>4} {'questions':>9} {'sampling s':>10} {'learning s':>10} {'sampling %':>10} "
+          f"{'rollout tok/s':>13} {'trained tok/s':>13} {'forwarded tok/s':>15}")
+    steps = {1: [], together: []}
     for i in range(args.steps + 1):
-        out = rl_step(run)
-        forwarded = out["seq_len"] * args.examples_per_step * args.num_samples  # every position goes through the model
-        row = (out["sample_time"], out["learn_time"], out["sampled_tokens"], out["trained_tokens"], forwarded)
-        if i > 0: steps.append(row)  # step 0 warms up
-        total = out["sample_time"] + out["learn_time"]
-        sample_time, learn_time = out["sample_time"], out["learn_time"]
-        print(f"{i:>4} {sample_time:>10.2f} {learn_time:>10.2f} {100 * sample_time / total:>9.0f}% "
-              f"{out['sampled_tokens'] / sample_time:>13,.0f} {out['trained_tokens'] / learn_time:>13,.0f} "
-              f"{forwarded / learn_time:>15,.0f}" + ("  (warm-up)" if i == 0 else ""), flush=True)
+        for q in steps:
+            run.cfg = replace(run.cfg, rollout_batch_questions=q)
+            out = rl_step(run)
+            forwarded = out["seq_len"] * args.examples_per_step * args.num_samples  # every position is forwarded
+            row = (out["sample_time"], out["learn_time"], out["sampled_tokens"], out["trained_tokens"], forwarded)
+            if i > 0: steps[q].append(row)  # step 0 warms up
+            total = out["sample_time"] + out["learn_time"]
+            sample_time, learn_time = out["sample_time"], out["learn_time"]
+            print(f"{i:>4} {q:>9} {sample_time:>10.2f} {learn_time:>10.2f} {100 * sample_time / total:>9.0f}% "
+                  f"{out['sampled_tokens'] / sample_time:>13,.0f} {out['trained_tokens'] / learn_time:>13,.0f} "
+                  f"{forwarded / learn_time:>15,.0f}" + ("  (warm-up)" if i == 0 else ""), flush=True)
         run.state.step += 1
-    s_time, l_time, s_tok, t_tok, f_tok = (sum(col) for col in zip(*steps))
-    print(f"mean of {len(steps)} steps: sampling {s_time / len(steps):.2f}s ({100 * s_time / (s_time + l_time):.0f}%), "
-          f"learning {l_time / len(steps):.2f}s; rollouts {s_tok / s_time:,.0f} tok/s, training {t_tok / l_time:,.0f} "
-          f"trained tok/s ({f_tok / l_time:,.0f} forwarded tok/s)\n")
+    means = {}
+    for q, rows in steps.items():
+        s_time, l_time, s_tok, t_tok, f_tok = (sum(col) for col in zip(*rows))
+        means[q] = s_time / len(rows)
+        print(f"{q} question(s) at a time, mean of {len(rows)} steps: sampling {s_time / len(rows):.2f}s "
+              f"({100 * s_time / (s_time + l_time):.0f}%), learning {l_time / len(rows):.2f}s; rollouts "
+              f"{s_tok / s_time:,.0f} tok/s, training {t_tok / l_time:,.0f} trained tok/s ({f_tok / l_time:,.0f} "
+              f"forwarded tok/s)")
+    print(f"sampling {together} questions together: {means[1] / means[together]:.2f}x as fast as one at a time\n")
+    s_time, l_time = (sum(col) for col in list(zip(*steps[1]))[:2])  # nanochat's loop, for the estimate below
 
     # 2) rollouts of one question, three ways, interleaved
     prompt = run.tokenizer.render_for_completion(run.train_task[0])
@@ -166,8 +181,8 @@ def bench(args, base):
     for name, (wall, cpu, n) in best.items():
         print(f"{name:>16} {n:>7,} {wall:>11,.0f} {cpu:>10,.0f} {cpu / best['naive'][1]:>14.1f}x")
     naive_sample = s_time * best["engine batched"][1] / best["naive"][1]  # same tokens at the naive CPU rate
-    print(f"\nan RL step with naive sampling (estimate): sampling {naive_sample / len(steps):.1f}s + learning "
-          f"{l_time / len(steps):.2f}s, sampling {100 * naive_sample / (naive_sample + l_time):.0f}% of the step "
+    print(f"\nan RL step with naive sampling (estimate): sampling {naive_sample / len(steps[1]):.1f}s + learning "
+          f"{l_time / len(steps[1]):.2f}s, sampling {100 * naive_sample / (naive_sample + l_time):.0f}% of the step "
           f"(measured with the Engine: {100 * s_time / (s_time + l_time):.0f}%)")
     print(f"load average at the end {os.getloadavg()[0]:.1f} (other processes distort wall-clock timings)")
 

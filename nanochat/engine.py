@@ -441,39 +441,41 @@ def decode_rows(self: Engine, logits, step, row_states, max_tokens, rng, tempera
 @patch
 def generate_batch(self: Engine, tokens, num_samples=1, **kwargs):
     "Non-streaming generation: `(results, masks)`, lists of token lists without the terminal token"
-    return self.collect_rows(self.generate(tokens, num_samples, **kwargs), [tokens] * num_samples)
+    results, masks, _ = self.collect_rows(self.generate(tokens, num_samples, **kwargs), [tokens] * num_samples)
+    return results, masks
 
 @patch
 def collect_rows(self: Engine, stream, prompts):
-    "A stream's `(results, masks)`: row i is prompts[i] and its tokens up to (not including) the terminal one"
+    """A stream's `(results, masks, stops)`: row i is prompts[i] and its tokens up to (not including) the terminal
+    one, which is stops[i] (None where `max_tokens` or the rotary table cut the row off)"""
     assistant_end, bos = self.special["assistant_end"], self.special["bos"]
     results = [prompt.copy() for prompt in prompts]
     masks = [[0] * len(prompt) for prompt in prompts]
-    completed = [False] * len(prompts)
+    stops = [None] * len(prompts)
     for token_column, token_masks in stream:
         for i, (token, mask) in enumerate(zip(token_column, token_masks)):
-            if not completed[i]:
+            if stops[i] is None:
                 if token == assistant_end or token == bos:
-                    completed[i] = True
+                    stops[i] = token
                 else:
                     results[i].append(token)
                     masks[i].append(mask)
-        if all(completed):
+        if all(stop is not None for stop in stops):
             break
-    return results, masks
+    return results, masks, stops
 
 # %% ../nbs/12_engine.ipynb #9a1c3e02
 @patch
 @torch.inference_mode()
 def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k=None, seed=42, num_samples=1):
-    """`num_samples` completions per prompt, the prompts decoded together: `(results, masks)` as `generate_batch` gives
-    them, the rows of prompts[0] first; without `max_tokens`, until every row ends or the rotary table is full"""
+    """`num_samples` completions per prompt, the prompts decoded together: `(results, masks, stops)` as `collect_rows`
+    gives them, the rows of prompts[0] first; without `max_tokens`, until every row ends or the rotary table is full"""
     assert prompts and all(isinstance(p, list) and p and isinstance(p[0], int) for p in prompts), \
         "expecting a non-empty list of non-empty token lists"
     if len(prompts) == 1 or not self.lean_decoding(): # one after another, as generate_batch decodes them
-        rows = [self.generate_batch(p, num_samples, max_tokens=max_tokens, temperature=temperature, top_k=top_k,
-                                    seed=seed) for p in prompts]
-        return [r for results, _ in rows for r in results], [m for _, masks in rows for m in masks]
+        each = [self.collect_rows(self.generate(p, num_samples, max_tokens=max_tokens, temperature=temperature,
+                                                top_k=top_k, seed=seed), [p] * num_samples) for p in prompts]
+        return tuple([row for rows in part for row in rows] for part in zip(*each)) # results, masks, stops
     model, device = self.model, self.model.get_device()
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
@@ -512,7 +514,7 @@ def rows_per_prompt(engine, prompts, num_samples=1, **kwargs):
     "Each prompt's `num_samples` rows: one prompt through `generate_batch`, several together through `generate_many`"
     if len(prompts) == 1:
         return [engine.generate_batch(prompts[0], num_samples=num_samples, **kwargs)[0]]
-    flat, _ = engine.generate_many(prompts, num_samples=num_samples, **kwargs)
+    flat = engine.generate_many(prompts, num_samples=num_samples, **kwargs)[0]
     return [flat[j * num_samples:(j + 1) * num_samples] for j in range(len(prompts))]
 
 # %% ../nbs/12_engine.ipynb #07095bcd

@@ -49,10 +49,11 @@ def pipeline_stages(scale="main", device_type="cpu"):
     s = SCALES[scale]
     dev = f"--device-type={device_type}"
     seq, dbs = s["seq"], s["dbs"]
-    # on a CPU, RL samples through the engine's compiled step, and the evaluations (SFT's accuracies, the chat
-    # evaluations) decode several problems' prompts together, eagerly: see below
+    # on a CPU, RL samples a step's questions together through the engine's compiled step, and the evaluations
+    # (SFT's accuracies, the chat evaluations) decode several problems' prompts together, eagerly: see below
     rl_decode = ["--compile=True"] if s["compile_rl"] and device_type == "cpu" else []
-    gen, rl_eval_batch = (s["gen_batch"], s["rl_eval_batch"]) if device_type == "cpu" else (1, 1)
+    cpu = device_type == "cpu"
+    gen, rl_eval_batch, rl_together = (s["gen_batch"], s["rl_eval_batch"], s["rl_questions"]) if cpu else (1, 1, 1)
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
     evals = lambda source: Stage(f"{source}_eval", "nanochat.scripts.chat_eval",
                                  ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs),
@@ -86,7 +87,7 @@ def pipeline_stages(scale="main", device_type="cpu"):
                f"--device-batch-size={s['rl_samples']}", f"--max-new-tokens={s['rl_tokens']}",
                "--init-lr-frac=0.1",  # measured at main scale: 0.5 also learned the arithmetic but erased spelling
                f"--eval-every={rl_eval_every}", f"--eval-examples={s['eval_problems']}",
-               f"--eval-batch-problems={rl_eval_batch}",
+               f"--eval-batch-problems={rl_eval_batch}", f"--rollout-batch-questions={rl_together}",
                f"--save-every={s['rl_steps']}", *rl_decode, dev]),
         evals("rl"),
         Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", dev]),
