@@ -58,7 +58,8 @@ Setup: a corpus built by the project's own offline builder (`nanochat.dataset.en
 tokenizer trained on it, batch 8 rows, one micro-step per optimizer step, window L, head_dim 64, base_train's
 defaults otherwise. Speed is the median step after warm-up (the speed-up also shows the quartiles of the
 ratios of the steps the sides took one after the other); MFU is model FLOPs per token (6N + attention) x tokens/s
-over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN): in the final table,
+over the matmul peak of the dtype the side trains in (in fp32, the faster of MKL and oneDNN; the project's fp32 run
+beside its bf16 one: over the fp32 peak): in the final table,
 the highest of the peaks measured at start and after every row (a peak measured while the machine is busy comes out
 low); beside it, the quartiles of the steps' MFUs. The val-bpb rows train 200 steps (d4,
 seq 256, eager) on each side, and on the project in fp32 too where it trains in bf16, from each of three seeds (the
@@ -582,7 +583,8 @@ def main():
         side.use("project")
         rows.append((depth, seq, comp, r))
         n, q = r["nanochat"], r["project"]
-        f32 = f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s" if "project fp32" in r else ""
+        f32 = (f" | project fp32 {r['project fp32']['tok_s']:7,.0f} tok/s (MFU {mfu_text(r['project fp32'], seq)})"
+               if "project fp32" in r else "")
         print(f"d{depth} seq {seq} {'compiled' if comp else 'eager':8s}: nanochat {n['tok_s']:7,.0f} tok/s "
               f"(MFU {mfu_text(n, seq)}) | project {q['tok_s']:7,.0f} tok/s (MFU {mfu_text(q, seq)}) "
               f"| {speed_up(r)} (FLOP ratio {ratios[depth, seq]:.2f}x){f32}{row_notes(r)}", flush=True)
@@ -599,11 +601,12 @@ def main():
           "nanochat's matmul FLOPs per step over the project's, the speed-up if every matmul ran at one speed and "
           "nothing else took time; MFU: the median step's, in brackets the quartiles of the steps' MFUs)")
     print("\n| model | seq | mode | nanochat structure tok/s | project tok/s | speed-up | FLOP ratio | MFU nanochat "
-          "| MFU project | project in fp32: tok/s, speed-up |")
+          "| MFU project | project in fp32: tok/s, speed-up, MFU (fp32 peak) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for depth, seq, comp, r in rows:
         n, q = r["nanochat"], r["project"]
-        f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x"
+        f32 = (f"{r['project fp32']['tok_s']:,.0f}, {r['project fp32']['tok_s'] / n['tok_s']:.2f}x, "
+               f"{mfu_text(r['project fp32'], seq)}"
                if "project fp32" in r else "(not run)" if torch.bfloat16 in PEAKS else "(the same run)")
         print(f"| d{depth} | {seq} | {'compiled' if comp else 'eager'} | {n['tok_s']:,.0f} | {q['tok_s']:,.0f} "
               f"| {speed_up(r)} | {ratios[depth, seq]:.2f}x | {mfu_text(n, seq)} | {mfu_text(q, seq)} | {f32} |"
