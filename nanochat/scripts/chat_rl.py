@@ -242,6 +242,8 @@ def get_rollouts(run, example_idxs):
     """Sample `--num-samples` answers to each of these train questions, score them, and collate them: a dict of
     tensors per question. The questions' samples are decoded together (`Engine.generate_many`; one question:
     `generate_batch`'s loop, as nanochat samples)"""
+    if len(example_idxs) > 1 and not run.engine.lean_decoding():  # the engine would decode them one after another
+        return [batch for idx in example_idxs for batch in get_rollouts(run, [idx])]  # each with nanochat's seed
     cfg, tokenizer, task = run.cfg, run.tokenizer, run.train_task
     conversations = [task[idx] for idx in example_idxs]
     prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
