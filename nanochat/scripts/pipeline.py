@@ -35,11 +35,11 @@ SCALES = {  # the numbers that differ between a laptop run and a test run
     "main": dict(corpus=[], tok_chars=20_000_000, vocab=4096, depth=4, seq=256, dbs=8, base_steps=200,
                  base_eval_every=50, eval_tokens=65536, core_per_task=100, mid_steps=300, sft_steps=-1,
                  rl_steps=60, rl_questions=8, rl_samples=8, rl_tokens=96, eval_problems=100, eval_tokens_max=192,
-                 compile_rl=True, gen_batch=8, rl_eval_batch=4),
+                 compile_rl=True, gen_batch=32, sft_gen_batch=8, rl_eval_batch=4),
     "tiny": dict(corpus=["--max-chars=400000", "--num-shards=4", "--row-group-size=32"], tok_chars=400_000,
                  vocab=512, depth=2, seq=128, dbs=4, base_steps=10, base_eval_every=10, eval_tokens=2048,
                  core_per_task=8, mid_steps=8, sft_steps=8, rl_steps=3, rl_questions=2, rl_samples=4, rl_tokens=32,
-                 eval_problems=8, eval_tokens_max=48, compile_rl=False, gen_batch=4, rl_eval_batch=2),
+                 eval_problems=8, eval_tokens_max=48, compile_rl=False, gen_batch=4, sft_gen_batch=4, rl_eval_batch=2),
 }
 
 def pipeline_stages(scale="main", device_type="cpu"):
@@ -53,7 +53,8 @@ def pipeline_stages(scale="main", device_type="cpu"):
     # (SFT's accuracies, the chat evaluations) decode several problems' prompts together, eagerly: see below
     rl_decode = ["--compile=True"] if s["compile_rl"] and device_type == "cpu" else []
     cpu = device_type == "cpu"
-    gen, rl_eval_batch, rl_together = (s["gen_batch"], s["rl_eval_batch"], s["rl_questions"]) if cpu else (1, 1, 1)
+    gen, sft_gen = (s["gen_batch"], s["sft_gen_batch"]) if cpu else (1, 1)
+    rl_eval_batch, rl_together = (s["rl_eval_batch"], s["rl_questions"]) if cpu else (1, 1)
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
     evals = lambda source: Stage(f"{source}_eval", "nanochat.scripts.chat_eval",
                                  ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs),
@@ -78,7 +79,7 @@ def pipeline_stages(scale="main", device_type="cpu"):
         evals("mid"),
         Stage("sft", "nanochat.scripts.chat_sft", ["--source=mid", f"--num-iterations={s['sft_steps']}",
                                                    f"--eval-metrics-max-problems={s['eval_problems']}",
-                                                   f"--eval-metrics-gen-batch-size={gen}", dev]),
+                                                   f"--eval-metrics-gen-batch-size={sft_gen}", dev]),
         evals("sft"),
         # offline: the synthetic arithmetic task; GSM8K with its data (--task=GSM8K)
         Stage("rl", "nanochat.scripts.chat_rl",
