@@ -274,7 +274,6 @@ def get_rollouts(run, example_idxs):
                             advantages=group_advantages(rewards), num_generated=out["num_generated"]))
     return batches
 
-
 # %% ../../nbs/29_chat_rl.ipynb #5539eda3
 def rl_step(run):
     "One step: rollouts and accumulated policy gradients for this rank's questions, then the optimizer step"

@@ -51,8 +51,8 @@ def pipeline_stages(scale="main", device_type="cpu"):
     seq, dbs = s["seq"], s["dbs"]
     # on a CPU, RL samples a step's questions together through the engine's compiled step, and the evaluations
     # (SFT's accuracies, the chat evaluations) decode several problems' prompts together, eagerly: see below
-    rl_decode = ["--compile=True"] if s["compile_rl"] and device_type == "cpu" else []
     cpu = device_type == "cpu"
+    rl_decode = ["--compile=True"] if s["compile_rl"] and cpu else []
     gen, sft_gen = (s["gen_batch"], s["sft_gen_batch"]) if cpu else (1, 1)
     rl_eval_batch, rl_together = (s["rl_eval_batch"], s["rl_questions"]) if cpu else (1, 1)
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
