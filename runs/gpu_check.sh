@@ -11,7 +11,8 @@
 # stages (218 s) passed, but one after another the notebooks took 452 s (24: 166, 39: 173), and with the bench the
 # check no longer fitted a 500 s call; since then the bench runs first and alone (it times kernels), then the
 # pipeline and every notebook at once. On an H200 on 2026-11-28 (at 1dd2f79 with 29's gpu cell, BENCH=0, 16 cores):
-# all passed in 239 s, the eight notebooks' gpu cells beside the pipeline's 13 stages (196 s).
+# all passed in 239 s, the eight notebooks' gpu cells beside the pipeline's 13 stages (196 s); bench_sdpa_cuda alone,
+# the same day, 47 s.
 # A machine without the package installed gets it through PYTHONPATH.
 #   bash runs/gpu_check.sh             # sets up .venv first, as the other run scripts do
 #   SETUP=0 bash runs/gpu_check.sh     # in an environment that already has the project's packages (PYTHON=python3)
