@@ -148,9 +148,10 @@ def lean_step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, n_head, 
     softcap = 15 # as in GPT.forward
     return softcap * torch.tanh(logits / softcap)
 
-def output_slices(out, threads, min_width=64):
-    "Into how many slices a batch-1 product with `out` outputs is cut: one per thread, each min_width wide or more"
-    pieces = min(threads, out // min_width)
+def output_slices(out, in_features, threads, min_weights=2**15):
+    """Into how many slices of its `out` outputs a batch-1 product is cut: one per thread, each of min_weights weights
+    or more (128 KB in fp32: a thread's share of the product outweighs the cost of waking it)"""
+    pieces = min(threads, out * in_features // min_weights)
     while pieces > 1 and out % pieces: # equal slices: a batch of products
         pieces -= 1
     return max(pieces, 1)
@@ -179,7 +180,7 @@ class LeanDecoder:
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
             if layout == 'nk':
                 return w.detach() # nn.Linear's own (out, in)
-            pieces = output_slices(w.size(0), threads)
+            pieces = output_slices(w.size(0), w.size(1), threads)
             if pieces == 1:
                 return w.t().contiguous() # (in, out)
             # (pieces, in, out / pieces): MKL runs a batch-1 product on one thread; a batch of slices takes them all
