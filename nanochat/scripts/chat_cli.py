@@ -32,6 +32,9 @@ def chat_parser():
                         help='Device type for evaluation: cuda|cpu|mps. empty => autodetect')
     parser.add_argument('--compile', action='store_true',
                         help='decode through a compiled step (12_engine: faster per token after a one-off compile)')
+    parser.add_argument('--threads', type=int, default=0,
+                        help='torch threads on the CPU (0: one eagerly, steady on a busy machine; every core with '
+                             '--compile). More decode faster on a quiet machine (12_engine)')
     return parser
 
 # %% ../../nbs/30_chat_cli.ipynb #5d3dde7c
@@ -86,9 +89,13 @@ def main(argv=None):
     device_type = autodetect_device_type() if args.device_type == "" else args.device_type
     if args.dtype:
         os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
+    if args.threads < 0:
+        raise SystemExit(f"chat_cli: --threads={args.threads} must be 0 (the default) or more")
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
-    if device.type == "cpu" and not args.compile:  # compiled, the step's products share out over all threads
-        torch.set_num_threads(1)  # eager batch-1 decode: one thread is faster and steadier (bench_engine)
+    if device.type == "cpu" and (args.threads or not args.compile): # compiled, by default on every core
+        # eagerly one thread by default: more stream the weights faster on a quiet machine, but when another process
+        # keeps a core busy a batch-1 step on two threads of two cores took about 3x as long as on one
+        torch.set_num_threads(args.threads or 1)
     try:
         source = args.source or newest_source()  # rl > sft > mid > base
         checkpoint_dir, step = resolve_checkpoint(source, args.model_tag, args.step)
