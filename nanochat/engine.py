@@ -88,9 +88,9 @@ def ensure_room(self: KVCache, num_tokens, max_len=None):
 # %% ../nbs/12_engine.ipynb #b9b67119
 def _matmul(x, w, layout):
     "x (B, in) times a packed weight: (B, out)"
-    if layout == 'kn' and w.dim() == 3: # w is (pieces, in, out / pieces): one slice of the outputs per thread
-        return torch.bmm(x.expand(w.size(0), 1, -1), w).view(1, -1) # the slices side by side: (1, out)
     if layout == 'kn':
+        if w.dim() == 3: # w is (pieces, in, out / pieces): one slice of the outputs per thread
+            return torch.bmm(x.expand(w.size(0), 1, -1), w).view(1, -1) # the slices side by side: (1, out)
         return x @ w # w is (in, out): at batch 1 a matrix-vector product that streams w's rows in order
     if x.size(0) == 1 and torch.compiler.is_compiling():
         return (w * x).sum(dim=-1)[None] # inductor's own matrix-vector kernel: it shares w's rows out over threads
