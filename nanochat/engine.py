@@ -88,9 +88,10 @@ def ensure_room(self: KVCache, num_tokens, max_len=None):
 # %% ../nbs/12_engine.ipynb #b9b67119
 def _matmul(x, w, layout):
     "x (B, in) times a packed weight: (B, out)"
+    if w.dim() == 3: # w is (pieces, in / pieces, out): one block of w's rows per thread
+        xs = x.reshape(x.size(0), w.size(0), -1).transpose(0, 1) # (pieces, B, in / pieces): each block's inputs
+        return torch.bmm(xs, w).sum(0) # each block's partial sums, added: (B, out)
     if layout == 'kn':
-        if w.dim() == 3: # w is (pieces, in / pieces, out): one block of w's rows per thread
-            return torch.bmm(x.reshape(w.size(0), 1, -1), w).sum(0) # each block's partial sums, added: (1, out)
         return x @ w # w is (in, out): a copy whose rows x weighs, or nn.Linear's rows seen transposed (see _pack)
     if x.size(0) == 1 and torch.compiler.is_compiling():
         return (w * x).sum(dim=-1)[None] # inductor's own matrix-vector kernel: it shares w's rows out over threads
@@ -168,7 +169,7 @@ class LeanDecoder:
         """The matmul weights packed for `batch_size` rows and this process's thread count, packed again when any
         parameter changed (RL trains between)"""
         layout = 'kn' if batch_size == 1 and not self.compile else 'nk' # compiled: 'nk' at every batch (see there)
-        threads = torch.get_num_threads() if layout == 'kn' else 1 # 'kn' cuts its products into a block per thread
+        threads = 1 if self.compile else torch.get_num_threads() # eagerly, products are cut into a block per thread
         versions = [(p.data_ptr(), p._version) for p in self.model.parameters()] # in-place updates bump _version
         if self.packed is None or self.packed[:2] != (layout, (threads, versions)):
             self.packed = (layout, (threads, versions)) + self._pack(layout, threads)
@@ -178,12 +179,15 @@ class LeanDecoder:
         "Per layer: c_q, c_k, c_v stacked; c_proj; ve_gate; c_fc; the MLP's c_proj. And lm_head cut to the vocabulary"
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
+            pieces = input_slices(w.size(1), w.size(0), threads)
+            tall = w.size(1) > w.size(0) # more inputs than outputs: the MLP's c_proj
+            if pieces > 1 and (layout == 'kn' or tall):
+                # a block of rows per thread. MKL runs a batch-1 product on one thread; above, W @ x.T shares W's rows
+                # out over the threads, and a tall W has few of them: its blocks stream faster
+                return w.t().contiguous().view(pieces, w.size(1) // pieces, w.size(0)) # (pieces, in / pieces, out)
             if layout == 'nk':
                 return w.detach() # nn.Linear's own (out, in)
-            pieces = input_slices(w.size(1), w.size(0), threads)
-            if pieces > 1: # MKL runs a batch-1 product on one thread; a batch of products takes them all
-                return w.t().contiguous().view(pieces, w.size(1) // pieces, w.size(0)) # (pieces, in / pieces, out)
-            if w.size(1) > w.size(0): # tall (the MLP's c_proj): rows of `out` floats are too short to add up fast
+            if tall: # rows of `out` floats are too short to add up fast
                 return w.detach().t() # nn.Linear's rows seen as (in, out): x @ w takes a dot product per output
             return w.t().contiguous() # (in, out): x @ w adds up its rows, each scaled by an input
         m = self.model
