@@ -150,8 +150,8 @@ def lean_step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, n_head, 
     return softcap * torch.tanh(logits / softcap)
 
 def input_slices(in_features, out, threads, min_weights=2**15):
-    """Into how many blocks of its `in_features` rows a batch-1 product is cut: one per thread, each of min_weights
-    weights or more (128 KB in fp32: a thread's share of the product outweighs the cost of waking it)"""
+    """Into how many blocks of its `in_features` rows a product is cut on `threads` threads: one per thread, each of
+    min_weights weights or more (128 KB in fp32: a thread's share of the product outweighs the cost of waking it)"""
     pieces = min(threads, out * in_features // min_weights)
     while pieces > 1 and in_features % pieces: # equal blocks: a batch of products
         pieces -= 1
