@@ -101,10 +101,17 @@ def _matmul(x, w, layout):
 def _attend_last(q, keys, values, window_size, pad=None):
     """One new query per row, q (B, 1, H, D), over the filled cache, keys and values (B, P, H_kv, D): (B, 1, H, D).
     `pad` (B,): how many positions at the start of each row are padding (prompts of different lengths: generate_many)"""
-    if torch.compiler.is_compiling() or pad is not None:
+    if torch.compiler.is_compiling():
         return _attend_last_sums(q, keys, values, window_size[0], pad)
     q_, k_, v_ = q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2)
-    return _sdpa_attention(q_, k_, v_, True, tuple(window_size)).transpose(1, 2) # the model's own attention
+    if pad is None:
+        return _sdpa_attention(q_, k_, v_, True, tuple(window_size)).transpose(1, 2) # the model's own attention
+    P, left = keys.size(1), window_size[0]
+    start = P - 1 - left if 0 <= left < P - 1 else 0 # a window: the last left + 1 keys, as _sdpa_attention cuts them
+    visible = torch.arange(start, P, device=q.device) >= pad[:, None] # (B, P - start): a row's padding holds no keys
+    y = F.scaled_dot_product_attention(q_, k_[:, :, start:], v_[:, :, start:], attn_mask=visible[:, None, None],
+                                       enable_gqa=q.size(2) != keys.size(2)) # (B, H, 1, D)
+    return y.transpose(1, 2)
 
 def _attend_last_sums(q, keys, values, left, pad=None):
     "`_attend_last` in products and sums over the cache in its own layout, which inductor fuses (SDPA: ~2x slower)"
