@@ -34,8 +34,8 @@ the compiled step computes them with a kernel inductor generates, which splits t
 both stream the weights faster on all cores. On a 2-core machine shared with other processes two threads can be
 several times slower than one (measured: d4 batch 1 at 11-87 tokens/s with 2 threads vs ~300-440 with 1, under load;
 again with the products cut per thread, 4-6 ms a token against 1.7 on one thread, beside one busy process).
-Inductor's kernels are specialised to the thread count they were compiled for, so each row compiles its own. At batch 8 the matmuls are
-wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
+Inductor's kernels are specialised to the thread count they were compiled for, so each row compiles its own. At
+batch 8 the matmuls are wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
 """
 import argparse
 import os
