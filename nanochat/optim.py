@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['newtonschulz5_coeffs', 'polar_express_coeffs', 'zeropower_fns', 'USE_REDUCE_SCATTER', 'get_orth_dtype',
-           'zeropower_via_newtonschulz5', 'zeropower_via_polar_express', 'normuon_variance_reduction', 'muon_step',
-           'Muon', 'AdamW', 'setup_optimizers', 'get_lr_multiplier', 'get_muon_momentum', 'get_weight_decay',
-           'scale_weight_decay', 'reduce_scatter_avg', 'all_gather', 'DistMuon', 'DistAdamW', 'get_lr_multiplier_mid',
-           'get_lr_multiplier_linear']
+           'zeropower_via_newtonschulz5', 'zeropower_via_polar_express', 'cautious_update',
+           'normuon_variance_reduction', 'muon_step', 'Muon', 'AdamW', 'setup_optimizers', 'get_lr_multiplier',
+           'get_muon_momentum', 'get_weight_decay', 'scale_weight_decay', 'reduce_scatter_avg', 'all_gather',
+           'DistMuon', 'DistAdamW', 'get_lr_multiplier_mid', 'get_lr_multiplier_linear']
 
 # %% ../nbs/06_optim.ipynb #fe02bda0
 import os
@@ -114,6 +114,26 @@ def zeropower_via_polar_express(G, steps=5, dtype=None):
 
 zeropower_fns = {'polar_express': zeropower_via_polar_express, 'newtonschulz5': zeropower_via_newtonschulz5}
 
+# %% ../nbs/06_optim.ipynb #c7a1e002
+def cautious_update(p, g, lr_t, wd_t, cautious=True):
+    "In place: p -= lr * (g + wd * p * mask), mask = (g * p >= 0) (ones without `cautious`); lr_t, wd_t 0-D tensors"
+    if torch.compiler.is_compiling(): # nanochat's expression: compiled, it is one fused pass
+        lr = lr_t.to(device=g.device, dtype=g.dtype)
+        wd = wd_t.to(device=g.device, dtype=g.dtype)
+        mask = (g * p) >= 0 if cautious else 1
+        p.sub_(lr * g + lr * wd * p * mask)
+        return
+    # eagerly each operator is a pass over memory (and a CPU converts an operand of another dtype for each operator
+    # that mixes them): g converted once, then four passes. lr and lr * wd rounded to g's dtype, as above
+    lr = lr_t.to(g.dtype) # a CPU tensor (Muon's): .item() waits for no device
+    lr_wd = lr * wd_t.to(g.dtype)
+    g = g.to(p.dtype)
+    if cautious:
+        p.addcmul_(p, torch.mul(g, p).ge_(0), value=-lr_wd.item()) # decay where g and p share a sign (mask 1.0/0.0)
+    else:
+        p.mul_(1 - lr_wd.item())
+    p.add_(g, alpha=-lr.item())
+
 # %% ../nbs/06_optim.ipynb #345fe3bb
 def normuon_variance_reduction(g, second_momentum_buffer, beta2_t, red_dim):
     "NorMuon: divide each row (red_dim=-1) or column (red_dim=-2) by its RMS EMA, keeping the Frobenius norm of `g`"
@@ -141,10 +161,7 @@ def muon_step(stacked_grads, stacked_params, momentum_buffer, second_momentum_bu
     if second_momentum_buffer is not None:
         g = normuon_variance_reduction(g, second_momentum_buffer, beta2_t, red_dim)
     # Cautious weight decay + parameter update; lr_t already includes the aspect-ratio scale
-    lr = lr_t.to(device=g.device, dtype=g.dtype)
-    wd = wd_t.to(device=g.device, dtype=g.dtype)
-    mask = (g * stacked_params) >= 0 if cautious else 1
-    stacked_params.sub_(lr * g + lr * wd * stacked_params * mask)
+    cautious_update(stacked_params, g, lr_t, wd_t, cautious)
 
 # %% ../nbs/06_optim.ipynb #7950b8ae
 _compiled_muon_step = None
