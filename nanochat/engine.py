@@ -437,7 +437,8 @@ def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1
 def decode_rows(self: Engine, logits, step, row_states, max_tokens, rng, temperature, top_k, drop=None):
     """Sample a token per row from `logits` (B, vocab), force the tool's tokens, yield the column; step(ids): new
     logits. With `drop`, rows that ended leave the batch while two rows or more stay: drop(keep) cuts the step's
-    cache down to the batch positions `keep`, and an ended row's place in later columns repeats its stop token"""
+    cache down to the batch positions `keep` (a list), and an ended row's place in later columns repeats its stop
+    token"""
     device = logits.device
     live = list(range(len(row_states))) # the row at each batch position
     for t in range(max_tokens):
@@ -463,7 +464,7 @@ def decode_rows(self: Engine, logits, step, row_states, max_tokens, rng, tempera
             ids = next_ids
         keep = [b for b, i in enumerate(live) if not row_states[i].completed]
         if drop is not None and 2 <= len(keep) < len(live):
-            drop(torch.tensor(keep, device=device))
+            drop(keep)
             ids = ids[keep]
             live = [live[b] for b in keep]
 
@@ -530,11 +531,18 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
     row_states = [RowState(p.copy()) for p in rows]
     def step(ids):
         return self.lean_decoder.step(ids, kv_cache, packed, pad=pad)
-    def drop(keep): # rows that ended leave the batch: the cache keeps the rows at `keep`, and their padding
+    def drop(keep): # rows that ended leave the batch: the rows at `keep`, in order, move up into the first places
         nonlocal pad
-        kv_cache.k_cache, kv_cache.v_cache = kv_cache.k_cache[:, keep], kv_cache.v_cache[:, keep]
+        n, filled = len(keep), kv_cache.pos
+        first = next((b for b, row in enumerate(keep) if row != b), n) # the rows before the first ended one stay put
+        if first < n: # only the filled positions move: a step writes each later one before any step reads it
+            moved = torch.tensor(keep[first:], device=device)
+            for cache in (kv_cache.k_cache, kv_cache.v_cache): # (L, B, T, H_kv, D)
+                cache[:, first:n, :filled] = cache[:, moved, :filled] # the gather copies first: no overlap
+        kv_cache.k_cache, kv_cache.v_cache = kv_cache.k_cache[:, :n], kv_cache.v_cache[:, :n] # views, no copy
+        keep = torch.tensor(keep, device=device)
         kv_cache.cache_seqlens = kv_cache.cache_seqlens[keep]
-        kv_cache.batch_size = len(keep)
+        kv_cache.batch_size = n
         pad = pad[keep]
     stream = self.decode_rows(torch.cat(logits), step, row_states, max_tokens, rng, temperature, top_k, drop)
     return self.collect_rows(stream, rows)

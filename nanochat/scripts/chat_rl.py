@@ -336,8 +336,9 @@ def evaluate(run):
     run.model.eval()
     sampled = sample_answers(run.engine, run.tokenizer, run.val_task, indices, k, batch_size=cfg.eval_batch_problems,
                              max_tokens=cfg.max_new_tokens, temperature=1.0, top_k=cfg.top_k)
-    greedy = sample_answers(run.engine, run.tokenizer, run.val_task, indices, 1, batch_size=k,
-                            max_tokens=cfg.max_new_tokens, temperature=0.0) # k problems decoded together
+    # one answer each: as many problems decoded together as a batch of samples has rows (on a CPU, more rows pay)
+    greedy = sample_answers(run.engine, run.tokenizer, run.val_task, indices, 1,
+                            batch_size=k * cfg.eval_batch_problems, max_tokens=cfg.max_new_tokens, temperature=0.0)
     correct = [r["correct"] for r in sampled]
     counts = [sum(any(c[:j]) for c in correct) for j in range(1, k + 1)]  # pass@j numerators
     counts += [sum(r["correct"][0] for r in greedy), len(correct)]
