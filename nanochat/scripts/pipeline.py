@@ -35,7 +35,7 @@ SCALES = {  # the numbers that differ between a laptop run and a test run
     "main": dict(corpus=[], tok_chars=20_000_000, vocab=4096, depth=4, seq=256, dbs=8, base_steps=200,
                  base_eval_every=50, eval_tokens=65536, core_per_task=100, mid_steps=300, sft_steps=-1,
                  rl_steps=60, rl_questions=8, rl_samples=8, rl_tokens=96, eval_problems=100, eval_tokens_max=192,
-                 compile_rl=True, gen_batch=64, sft_gen_batch=8, rl_eval_batch=8),
+                 compile_rl=True, gen_batch=64, sft_gen_batch=32, rl_eval_batch=8),
     "tiny": dict(corpus=["--max-chars=400000", "--num-shards=4", "--row-group-size=32"], tok_chars=400_000,
                  vocab=512, depth=2, seq=128, dbs=4, base_steps=10, base_eval_every=10, eval_tokens=2048,
                  core_per_task=8, mid_steps=8, sft_steps=8, rl_steps=3, rl_questions=2, rl_samples=4, rl_tokens=32,
