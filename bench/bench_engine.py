@@ -13,7 +13,8 @@ A 16-token prompt, then 256 generated tokens (sampling with --temperature/--top-
 Per depth it reports, with wall-clock and CPU rates (tokens per CPU-second of all threads, from process_time), best
 of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
-    engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine)
+    engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine;
+               at batch 1 on one thread, some products as column blocks summed by embedding_bag: the run prints which)
     compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length and a batch above 1
                the only symbols: one graph for batch 1 and one for larger batches, compiled before timing for the
                row's thread count; the compile time is printed)
@@ -44,7 +45,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from nanochat.engine import Engine, KVCache, RowState
+from nanochat.engine import Engine, KVCache, RowState, _column_blocks_shapes
 from nanochat.tokenizer import SPECIAL_TOKENS
 import bench_gpt  # bench/ is on sys.path when a bench script runs
 from bench_train import cpu_report, check_inductor_cache, nanochat_linear
@@ -199,7 +200,11 @@ def main():
         print(f"\nd{depth}: n_embd {c.n_embd}, {c.n_layer} layers, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M params, "
               f"KV cache {kv_bytes:,} bytes per token per row ({kv_bytes * (args.prompt_len + args.new_tokens) / 2**20:.1f} MiB per row here)")
         torch.set_num_threads(threads_for(1))
-        for _ in engine.generate(prompt, max_tokens=8): pass  # warm up
+        for _ in engine.generate(prompt, max_tokens=8): pass  # warm up (and, on one thread, the column blocks' probe)
+        if threads_for(1) == 1:
+            print("batch 1 on one thread, each product as column blocks (embedding_bag) or as MKL's: "
+                  + ", ".join(f"{o}x{i} {'blocks' if v else 'MKL'}" for (o, i), v in _column_blocks_shapes.items()
+                              if c.n_embd in (o, i)) + " (12_engine's probe)")
         print(f"{'batch':>5} {'threads':>7} {'method':>10} {'tok/s wall':>11} {'tok/s CPU':>10} {'TTFT ms':>8} {'vs reference (CPU)':>19}")
         for batch, threads in rows_to_run:
             torch.set_num_threads(threads)
