@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'ColumnBlocks', 'column_width', 'time_column_blocks',
-           'column_blocks_pay', 'lean_step', 'input_slices', 'LeanDecoder', 'sample_next_token', 'use_calculator',
-           'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity', 'mark_symbols',
-           'compiled']
+           'column_blocks_pay', 'lean_step', 'input_slices', 'pack_weight', 'LeanDecoder', 'sample_next_token',
+           'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity',
+           'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -114,20 +114,20 @@ def column_width(out, in_features):
 _column_blocks_shapes = {} # (out, in) -> whether ColumnBlocks ran faster: each shape timed once per process
 
 def time_column_blocks(out, in_features, stream_bytes=2**23):
-    """Seconds per batch-1 product with a weight (out, in) on this thread: (the plain packing's, `x @ w` over w's
-    (in, out) copy or over nn.Linear's rows where in > out; ColumnBlocks'). Timed the way a decode step meets its
-    weights, out of the core's own cache: over copies of `stream_bytes` or more, the two taking turns, best of 5"""
+    """Seconds per batch-1 product with a weight (out, in) on one thread: (the plain packing's (`pack_weight`),
+    ColumnBlocks'). Timed the way a decode step meets its weights, out of the core's own cache: over copies of
+    `stream_bytes` or more, the two taking turns, best of 5"""
     g = torch.Generator().manual_seed(0)
     copies = max(2, -(-stream_bytes // (4 * out * in_features)))
     ws = [torch.randn(out, in_features, generator=g) for _ in range(copies)]
     x = torch.randn(1, in_features, generator=g)
-    plain = [w.t() if in_features > out else w.t().contiguous() for w in ws] # as _pack lays them out
+    plain = [pack_weight(w, 'kn') for w in ws]
     blocks = [ColumnBlocks(w, column_width(out, in_features)) for w in ws]
     del ws
     best = {False: float('inf'), True: float('inf')}
     with torch.inference_mode():
         for round_ in range(6): # round 0 warms up
-            for use_blocks, products in ((False, [functools.partial(torch.mm, x, w) for w in plain]),
+            for use_blocks, products in ((False, [functools.partial(_matmul, x, w, 'kn') for w in plain]),
                                          (True, [functools.partial(b, x) for b in blocks])):
                 t0 = time.perf_counter()
                 for product in products:
@@ -224,6 +224,20 @@ def input_slices(in_features, out, threads, min_weights=2**15):
         pieces -= 1
     return max(pieces, 1)
 
+def pack_weight(w, layout, threads=1):
+    "A weight (out, in) as the plain packing lays it out for `layout` ('kn': batch 1, 'nk': above) on `threads` threads"
+    pieces = input_slices(w.size(1), w.size(0), threads)
+    tall = w.size(1) > w.size(0) # more inputs than outputs: the MLP's c_proj
+    if pieces > 1 and (layout == 'kn' or tall):
+        # a block of rows per thread. MKL runs a batch-1 product on one thread; above, W @ x.T shares W's rows
+        # out over the threads, and a tall W has few of them: its blocks stream faster
+        return w.t().contiguous().view(pieces, w.size(1) // pieces, w.size(0)) # (pieces, in / pieces, out)
+    if layout == 'nk':
+        return w.detach() # nn.Linear's own (out, in)
+    if tall: # rows of `out` floats are too short to add up fast
+        return w.detach().t() # nn.Linear's rows seen as (in, out): x @ w takes a dot product per output
+    return w.t().contiguous() # (in, out): x @ w adds up its rows, each scaled by an input
+
 class LeanDecoder:
     "Single-token decode steps for a GPT on the CPU: model.forward's arithmetic in fewer, bigger operators"
     def __init__(self, model, compile=False):
@@ -248,20 +262,11 @@ class LeanDecoder:
         "Per layer: c_q, c_k, c_v stacked; c_proj; ve_gate; c_fc; the MLP's c_proj. And lm_head cut to the vocabulary"
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
-            if layout == 'kn' and threads == 1 and self.column_blocks is not False and column_width(*w.shape):
+            width = column_width(*w.shape)
+            if layout == 'kn' and threads == 1 and self.column_blocks is not False and width:
                 if self.column_blocks or column_blocks_pay(*w.shape):
-                    return ColumnBlocks(w, column_width(*w.shape))
-            pieces = input_slices(w.size(1), w.size(0), threads)
-            tall = w.size(1) > w.size(0) # more inputs than outputs: the MLP's c_proj
-            if pieces > 1 and (layout == 'kn' or tall):
-                # a block of rows per thread. MKL runs a batch-1 product on one thread; above, W @ x.T shares W's rows
-                # out over the threads, and a tall W has few of them: its blocks stream faster
-                return w.t().contiguous().view(pieces, w.size(1) // pieces, w.size(0)) # (pieces, in / pieces, out)
-            if layout == 'nk':
-                return w.detach() # nn.Linear's own (out, in)
-            if tall: # rows of `out` floats are too short to add up fast
-                return w.detach().t() # nn.Linear's rows seen as (in, out): x @ w takes a dot product per output
-            return w.t().contiguous() # (in, out): x @ w adds up its rows, each scaled by an input
+                    return ColumnBlocks(w, width)
+            return pack_weight(w, layout, threads)
         m = self.model
         layers = []
         for i, block in enumerate(m.transformer.h):
