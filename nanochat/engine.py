@@ -604,15 +604,15 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
     def drop(keep): # rows that ended leave the batch: the rows at `keep`, in order, move up into the first places
         nonlocal pad
         n, filled = len(keep), kv_cache.pos
-        rows = torch.tensor(keep, device=device)
+        kept = torch.tensor(keep, device=device) # (n,): the indices of the rows that stay
         first = next((b for b, row in enumerate(keep) if row != b), n) # the rows before the first ended one stay put
         if first < n: # only the filled positions move: a step writes each later one before any step reads it
             for cache in (kv_cache.k_cache, kv_cache.v_cache): # (L, B, T, H_kv, D)
-                cache[:, first:n, :filled] = cache[:, rows[first:], :filled] # the gather copies first: no overlap
+                cache[:, first:n, :filled] = cache[:, kept[first:], :filled] # the gather copies first: no overlap
         kv_cache.k_cache, kv_cache.v_cache = kv_cache.k_cache[:, :n], kv_cache.v_cache[:, :n] # views, no copy
-        kv_cache.cache_seqlens = kv_cache.cache_seqlens[rows]
+        kv_cache.cache_seqlens = kv_cache.cache_seqlens[kept]
         kv_cache.batch_size = n
-        pad = pad[rows]
+        pad = pad[kept]
     stream = self.decode_rows(torch.cat(logits), step, row_states, max_tokens, rng, temperature, top_k, drop)
     return self.collect_rows(stream, rows)
 
