@@ -7,8 +7,8 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp', 'in_notebook',
            'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
            'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear', 'onednn_linear_post',
-           'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'cpu_matmul_choices',
-           'restore_cpu_matmul_choices', 'uses_onednn', 'linear', 'weight_grad_uses_onednn', 'cap_onednn_caches',
+           'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
+           'linear', 'weight_grad_uses_onednn', 'cpu_matmul_choices', 'restore_cpu_matmul_choices', 'cap_onednn_caches',
            'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype', 'forced_dtype', 'get_compute_dtype',
            'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
            'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb',
@@ -175,6 +175,7 @@ class OnednnLinear(torch.autograd.Function):
     def backward(ctx, grad):
         return _onednn_linear_backward(ctx, grad)
 
+# %% ../nbs/00_common.ipynb #0d1e2f41
 def onednn_linear_post(x, weight, post, other=None):
     """`onednn_linear` with an elementwise op applied to each block of the product while it is still in the cache (a
     oneDNN post-op): post='relu' gives relu(x @ weight.T), post='mul' gives (x @ weight.T) * other, other (N, M).
@@ -210,6 +211,7 @@ for _op in _ops + ([torch.ops.mkldnn._linear_pointwise] if onednn_available() el
     if _op not in flop_counter.flop_registry: # once per process (a cell may run again)
         flop_counter.register_flop_formula(_op)(_onednn_linear_flop)
 
+# %% ../nbs/00_common.ipynb #0d1e2f43
 _cpu_matmul = None # how fp32 CPU products pick their library, once cpu_matmul_backend() has decided: 'by shape', or
 # 'onednn' / 'blas' (what the env forces; 'blas' without oneDNN)
 _cpu_weight_grad = None # the same for the weight gradients of the products that go to oneDNN
@@ -292,26 +294,7 @@ def weight_grad_library(rows, m, k, ratio=1.05):
         return {'blas': lambda: grad.t() @ x, 'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}
     return _shape_library(_weight_grad_shapes, (rows, m, k), products, ratio)
 
-def cpu_matmul_choices():
-    """The answers this process's probes have given so far, JSON-friendly: {'linear': [[rows, M, K, contiguous,
-    library], ...], 'weight_grad': [[rows, M, K, library], ...]}. A checkpoint keeps them for a resumed run"""
-    return {'linear': [[*key, library] for key, library in sorted(_linear_shapes.items())],
-            'weight_grad': [[*key, library] for key, library in sorted(_weight_grad_shapes.items())]}
-
-def restore_cpu_matmul_choices(choices):
-    """Give the probes' answers in `choices` (`cpu_matmul_choices()` of an earlier process) instead of timing those
-    shapes again; nothing changes if one entry is malformed"""
-    restored = {'linear': {}, 'weight_grad': {}}
-    for name, n_key, layout in (('linear', 4, 'rows, M, K, contiguous'), ('weight_grad', 3, 'rows, M, K')):
-        for entry in choices.get(name, []):
-            ints = isinstance(entry, list) and len(entry) == n_key + 1 and all(type(v) is int for v in entry[:3])
-            if not ints or entry[-1] not in ('onednn', 'blas') or (n_key == 4 and type(entry[3]) is not bool):
-                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not [{layout}, 'onednn' or 'blas']")
-            restored[name][tuple(entry[:-1])] = entry[-1]
-    # they win over this process's own timings: they are what the run being continued used
-    _linear_shapes.update(restored['linear'])
-    _weight_grad_shapes.update(restored['weight_grad'])
-
+# %% ../nbs/00_common.ipynb #0d1e2f45
 ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call costs ~10 us more
 
 def _probed(x, macs):
@@ -343,6 +326,26 @@ def weight_grad_uses_onednn(a, k):
     backward asks"""
     return _probed(a, a.numel() * k) and weight_grad_library(a.size(0), a.size(1), k) == 'onednn'
 
+# %% ../nbs/00_common.ipynb #0d1e2f47
+def cpu_matmul_choices():
+    """The answers this process's probes have given so far, JSON-friendly: {'linear': [[rows, M, K, contiguous,
+    library], ...], 'weight_grad': [[rows, M, K, library], ...]}. A checkpoint keeps them for a resumed run"""
+    return {'linear': [[*key, library] for key, library in sorted(_linear_shapes.items())],
+            'weight_grad': [[*key, library] for key, library in sorted(_weight_grad_shapes.items())]}
+
+def restore_cpu_matmul_choices(choices):
+    """Give the probes' answers in `choices` (`cpu_matmul_choices()` of an earlier process) instead of timing those
+    shapes again; nothing changes if one entry is malformed"""
+    restored = {'linear': {}, 'weight_grad': {}}
+    for name, n_key, layout in (('linear', 4, 'rows, M, K, contiguous'), ('weight_grad', 3, 'rows, M, K')):
+        for entry in choices.get(name, []):
+            ints = isinstance(entry, list) and len(entry) == n_key + 1 and all(type(v) is int for v in entry[:3])
+            if not ints or entry[-1] not in ('onednn', 'blas') or (n_key == 4 and type(entry[3]) is not bool):
+                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not [{layout}, 'onednn' or 'blas']")
+            restored[name][tuple(entry[:-1])] = entry[-1]
+    # they win over this process's own timings: they are what the run being continued used
+    _linear_shapes.update(restored['linear'])
+    _weight_grad_shapes.update(restored['weight_grad'])
 
 # %% ../nbs/00_common.ipynb #0d1e2f37
 ONEDNN_CACHE_CAPACITY = 128 # kernels (primitives) each of oneDNN's two caches keeps; its default: 1,024
