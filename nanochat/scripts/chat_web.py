@@ -4,11 +4,10 @@
 
 # %% auto #0
 __all__ = ['SHORT_FLAGS', 'MAX_MESSAGES_PER_REQUEST', 'MAX_MESSAGE_LENGTH', 'MAX_TOTAL_CONVERSATION_LENGTH', 'MIN_TEMPERATURE',
-           'MAX_TEMPERATURE', 'MIN_TOP_K', 'MAX_TOP_K', 'MIN_MAX_TOKENS', 'MAX_MAX_TOKENS', 'MAX_BODY_BYTES',
-           'MAX_PENDING_TOKENS', 'UI_FILE', 'DRAIN_LIMIT', 'ChatWebConfig', 'parse_args', 'ChatMessage', 'ChatRequest',
-           'validate_chat_request', 'render_prompt', 'generate_text', 'Worker', 'load_workers', 'WorkerPool',
-           'produce_reply', 'sse', 'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index',
-           'create_app', 'main']
+           'MAX_TEMPERATURE', 'MIN_TOP_K', 'MAX_TOP_K', 'MIN_MAX_TOKENS', 'MAX_MAX_TOKENS', 'MAX_BODY_BYTES', 'UI_FILE',
+           'DRAIN_LIMIT', 'ChatWebConfig', 'parse_args', 'ChatMessage', 'ChatRequest', 'validate_chat_request',
+           'render_prompt', 'generate_text', 'Worker', 'load_workers', 'WorkerPool', 'produce_reply', 'sse',
+           'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index', 'create_app', 'main']
 
 # %% ../../nbs/31_chat_web.ipynb #f4d4788e
 import os, sys, json, time, random, asyncio, threading, collections, importlib.resources
@@ -20,6 +19,7 @@ from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_
                              logger, in_notebook)
 from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source
 from ..engine import Engine
+from .chat_cli import text_pieces
 try:
     import uvicorn
     from fastapi import FastAPI, HTTPException, Request
@@ -128,24 +128,17 @@ def render_prompt(tokenizer, messages):
     return ids + [tokenizer.encode_special('<|assistant_start|>')]
 
 # %% ../../nbs/31_chat_web.ipynb #f1113bc0
-MAX_PENDING_TOKENS = 8  # longer than any UTF-8 character: beyond that the bytes are invalid, emit them anyway
-
 def generate_text(engine, tokenizer, tokens, max_tokens, temperature, top_k, seed, stop=None):
     "Yield `(text piece, number of tokens)` of the reply to `tokens` as it is sampled; pieces are whole characters"
     stop_ids = {tokenizer.encode_special('<|assistant_end|>'), tokenizer.get_bos_token_id()}
-    pending = []  # tokens not sent yet: they may end inside a character
-    for token_column, _ in engine.generate(tokens, num_samples=1, max_tokens=max_tokens, temperature=temperature,
-                                           top_k=top_k, seed=seed):
-        token = token_column[0]
-        if token in stop_ids or (stop is not None and stop.is_set()):
-            break
-        pending.append(token)
-        text = tokenizer.decode(pending)
-        if not text.endswith('\ufffd') or len(pending) >= MAX_PENDING_TOKENS:
-            yield text, len(pending)
-            pending = []
-    if pending:
-        yield tokenizer.decode(pending), len(pending)
+    def sampled():
+        for token_column, _ in engine.generate(tokens, num_samples=1, max_tokens=max_tokens, temperature=temperature,
+                                               top_k=top_k, seed=seed):
+            token = token_column[0]
+            if token in stop_ids or (stop is not None and stop.is_set()):
+                return
+            yield token
+    yield from text_pieces(sampled(), tokenizer)
 
 # %% ../../nbs/31_chat_web.ipynb #5b8df707
 @dataclass

@@ -234,7 +234,7 @@ def _timing_table(timings):
     return "\n".join(rows)
 
 def run_pipeline(cfg, stages=None):
-    "Run the stages not finished yet; return `[(stage, seconds, 'ran'|'earlier', peak RSS in MB)]`"
+    "Run the stages from the first one not finished on; return `[(stage, seconds, 'ran'|'earlier', peak RSS in MB)]`"
     from nanochat.report import get_report
     stages = stages or pipeline_stages(cfg.scale, cfg.device_type)
     names = [st.name for st in stages]
@@ -261,12 +261,14 @@ def run_pipeline(cfg, stages=None):
         atomic_write(config_path, lambda f: json.dump({"scale": cfg.scale, "stages": names}, f), mode="w")
         get_report().reset()
     timings = []
+    rerun = False # once a stage runs, every later one runs again: what it wrote is the later ones' input
     for i, st in enumerate(stages):
-        done = finished(i, st)
+        done = None if rerun else finished(i, st)
         if done:
             print(f"=== [{i + 1}/{len(stages)}] {st.name}: finished earlier ({done['seconds']} s), skipped")
             timings.append((st.name, done["seconds"], "earlier", done.get("peak_rss_mb")))
             continue
+        rerun = True
         if st.name == "report":  # the pipeline's own section, just before the report is stitched together
             get_report().log("Pipeline timings", [f"Scale: {cfg.scale}\n", _timing_table(timings)])
         print(f"\n=== [{i + 1}/{len(stages)}] {st.name}: {command_line(st)}", flush=True)
