@@ -18,8 +18,9 @@ of --repeats, the methods interleaved:
     compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length and a batch above 1
                the only symbols: one graph for batch 1 and one for larger batches, compiled before timing for the
                row's thread count; the compile time is printed)
-    reference  the baseline: nanochat's loop of mid-January 2026, rebuilt here on the same model: torch.multinomial
-               sampling, get_pos() via .item(), a new input tensor every step, the prefill's sample broadcast to all rows
+    reference  the baseline: nanochat's loop of mid-January 2026 (a91743c), rebuilt here on the same model:
+               torch.multinomial sampling, get_pos() via .item(), a new input tensor every step, each row's first
+               token sampled from the prefill's logits
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
   and each method's speed-up over the reference (CPU rates);
 - that the engine and the compiled engine give exactly the reference loop's tokens at temperature 0;
@@ -92,14 +93,12 @@ def _reference_generate(engine, tokens, num_samples, max_tokens, temperature, to
     kv = engine.kv_cache_kwargs()
     kv_prefill = RefKVCache(1, seq_len=len(tokens), **kv)
     logits = model.forward(torch.tensor([tokens], dtype=torch.long, device=device), kv_cache=kv_prefill)[:, -1, :]
-    sampled = ref_sample(logits, rng, temperature, top_k)[:, 0].tolist()
+    sampled = ref_sample(logits.expand(num_samples, -1), rng, temperature, top_k)[:, 0].tolist()  # a token per row
     kv_cache = RefKVCache(num_samples, seq_len=len(tokens) + max_tokens, **kv)
     kv_cache.prefill(kv_prefill)
     rows = [RowState(tokens.copy()) for _ in range(num_samples)]
     for step in range(max_tokens):
-        if step == 0:
-            sampled = [sampled[0]] * num_samples
-        else:
+        if step > 0:
             logits = model.forward(ids, kv_cache=kv_cache)[:, -1, :]
             sampled = ref_sample(logits, rng, temperature, top_k)[:, 0].tolist()
         column, masks = [], []

@@ -699,11 +699,12 @@ def get_mfu(num_flops_per_token, tok_per_sec, peak_flops):
 # %% ../nbs/00_common.ipynb #5a19cd1c
 _process_peak_flops = functools.cache(get_peak_flops)
 
-def forward_mfu(model, tok_per_sec):
-    "MFU in % of forward passes at `tok_per_sec` (evaluation); None for a model without `estimate_forward_flops`"
+def forward_mfu(model, tok_per_sec, world_size=1):
+    """MFU in % of forward passes at `tok_per_sec` (evaluation), the tokens of `world_size` devices together (all
+    ranks' totals); None for a model without `estimate_forward_flops`"""
     if not hasattr(model, 'estimate_forward_flops'):
         return None
-    peak = _process_peak_flops(model.get_device().type)  # measured on the first call of the process
+    peak = _process_peak_flops(model.get_device().type) * world_size # one device's: measured once per process
     return get_mfu(model.estimate_forward_flops(), tok_per_sec, peak)
 
 # %% ../nbs/00_common.ipynb #cc51b59e

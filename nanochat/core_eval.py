@@ -325,12 +325,14 @@ def build_local_eval_bundle(eval_bundle_dir, n_per_task=200, seed=0, data_dir=No
     docs = [d for batch in parquets_iter_batched('val', data_dir=data_dir) for d in batch]
     rng = random.Random(seed)
     w = _word_windows(docs, rng, 3 * n_per_task)
-    if len(w) < 8:
-        raise ValueError(f"only {len(w)} usable documents in the validation shard: too little text for a bundle")
+    if len(w) < 12: # each of the two choice tasks takes a third: 4 windows, an item's answer and 3 wrong ones
+        raise ValueError(f"only {len(w)} usable documents in the validation shard: a bundle needs 12 or more")
     thirds = [w[i::3] for i in range(3)]
     mc, schema, lm = [], [], []
     for i, (ctx, cont) in enumerate(thirds[0]):
-        others = [c for j, (_, c) in enumerate(thirds[0]) if j != i and c != cont]
+        others = list(dict.fromkeys(c for j, (_, c) in enumerate(thirds[0]) if j != i and c != cont)) # distinct
+        if len(others) < 3: # repeated text: not three wrong continuations to offer
+            continue
         choices, gold = rng.sample(others, 3), rng.randrange(4)
         choices.insert(gold, cont)
         mc.append({"query": ctx, "choices": choices, "gold": gold})

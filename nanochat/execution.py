@@ -137,7 +137,9 @@ def reliability_guard(maximum_memory_bytes=None, timeout=None, sandbox_dir=None,
             resource.setrlimit(limit, (maximum_memory_bytes, maximum_memory_bytes))
     if timeout is not None:  # CPU seconds: a backstop that the kernel enforces
         cpu = math.ceil(timeout) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        # soft below hard: at the soft limit the kernel sends SIGXCPU, which the parent reports as a timeout (at a
+        # hard limit equal to it, it would send SIGKILL instead: the hard limit is checked first)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))  # no filling the disk
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.environ['OMP_NUM_THREADS'] = '1'

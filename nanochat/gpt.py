@@ -373,7 +373,7 @@ def linear_softcap_cross_entropy(x, weight, targets, vocab_size, softcap=15, red
     "Fused `softcap_cross_entropy(F.linear(x, weight)[:, :vocab_size], targets)` for training: x (N, C), weight (V, C)"
     if chunk_rows is None:
         # ~2M logits (8 MB) per chunk stay in a CPU's cache (measured below); a GPU wants big kernels: one chunk there
-        chunk_rows = x.size(0) if x.is_cuda else max(64, 2**21 // vocab_size)
+        chunk_rows = x.size(0) if x.device.type != 'cpu' else max(64, 2**21 // vocab_size)
     return LinearSoftcapCrossEntropy.apply(x, weight, targets, vocab_size, softcap, reduction, chunk_rows)
 
 # %% ../nbs/05_gpt.ipynb #2a968917
@@ -499,12 +499,13 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
     x = norm(x)
     # Forward the lm_head: crop the padding, fp32, smoothly cap the logits to (-softcap, softcap)
     softcap = 15
-    if targets is not None and loss_reduction != 'none' and torch.is_grad_enabled() and not idx.is_cuda:
+    on_cpu = idx.device.type == 'cpu'
+    if targets is not None and loss_reduction != 'none' and torch.is_grad_enabled() and on_cpu:
         # CPU training, eager or compiled: lm_head and loss fused in row chunks, the (B*T, vocab) logits never exist
-        # whole (a GPU keeps nanochat's expression, which torch.compile fuses there)
+        # whole (a GPU or MPS takes the expression below: compiled nanochat's, which torch.compile fuses there)
         return linear_softcap_cross_entropy(x.view(B * T, -1), self.lm_head.weight, targets.view(-1),
                                             self.config.vocab_size, softcap, loss_reduction)
-    if targets is not None and not torch.is_grad_enabled() and not idx.is_cuda and not torch.compiler.is_compiling():
+    if targets is not None and not torch.is_grad_enabled() and on_cpu and not torch.compiler.is_compiling():
         # CPU evaluation: the losses below, a chunk of rows at a time, so the (B*T, vocab) logits never exist whole
         # (whole, at d4 they and their capped copy added 70-180 MB to the memory in use: each evaluation set a new peak)
         x, targets = x.view(B * T, -1), targets.view(-1)

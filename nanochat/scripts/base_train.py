@@ -299,7 +299,8 @@ def peak_memory_mb(device_type):
     "Peak memory: CUDA allocator peak, else the process's peak RSS"
     if device_type == "cuda":
         return torch.cuda.max_memory_allocated() / 1024**2
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 1024**2 if sys.platform == "darwin" else rss / 1024  # bytes on macOS, kB on Linux
 
 def log_step(run, loss, dt, lrm):
     "Update the smoothed loss and timing, print one line, log to wandb"

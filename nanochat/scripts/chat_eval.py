@@ -79,15 +79,16 @@ def letter_token_ids(tokenizer, letters, cache):
         ids.append(cache[letter])
     return ids
 
-def print_final(passed, total, seconds=None, tokens=0, model=None):
-    "The result line of a task: `Final: passed/total (pct%)`; with `seconds`, problems/s, tokens/s and MFU"
+def print_final(passed, total, seconds=None, tokens=0, model=None, world_size=1):
+    """The result line of a task: `Final: passed/total (pct%)`; with `seconds`, problems/s, tokens/s and MFU (the
+    counts are all `world_size` ranks' totals)"""
     rate = ""
     if seconds:
         rate = f" | {total / seconds:.2f} problems/s"
     if seconds and tokens:
         tok_per_sec = tokens / seconds
         rate += f" | {tok_per_sec:,.0f} tok/s"
-        mfu = forward_mfu(model, tok_per_sec) # None for the notebook's stand-in models
+        mfu = forward_mfu(model, tok_per_sec, world_size) # None for the notebook's stand-in models
         if mfu is not None:
             rate += f" | mfu: {mfu:.2f}%"
     print0(f"Final: {passed}/{total} ({100 * passed / max(total, 1):.2f}%){rate}")
@@ -118,7 +119,7 @@ def run_categorical_eval(task, tokenizer, model, batch_size, max_problems=None):
             passed += task.evaluate(conversation, predicted)
             total += 1
     passed, total, tokens = all_reduce_sum([passed, total, tokens], device)
-    print_final(passed, total, time.time() - t0, tokens, model)  # all ranks' problems and tokens per second
+    print_final(passed, total, time.time() - t0, tokens, model, world_size)  # all ranks' problems and tokens per second
     return passed / max(total, 1), passed, total
 
 # %% ../../nbs/26_chat_eval.ipynb #ef4d06fe
@@ -153,7 +154,7 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
     if rank == 0 and sys.stdout.isatty():
         print()
     passed, total, tokens = all_reduce_sum([passed, total, tokens], device)
-    print_final(passed, total, time.time() - t0, tokens, model)  # all ranks' problems and tokens per second
+    print_final(passed, total, time.time() - t0, tokens, model, world_size)  # all ranks' problems and tokens per second
     return passed / max(total, 1), passed, total
 
 # %% ../../nbs/26_chat_eval.ipynb #2ac1f0c0

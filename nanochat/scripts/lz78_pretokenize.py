@@ -10,7 +10,7 @@ import os, time
 from dataclasses import dataclass
 from ..common import get_base_dir, parse_config, print0, in_notebook
 from ..dataset import list_parquet_files, parquets_iter_batched
-from ..lz78_dataloader import resolve_tokenizer, write_pretokenized, read_index, INDEX_FILE
+from ..lz78_dataloader import resolve_tokenizer, write_pretokenized, read_index, tokenizer_fingerprint, INDEX_FILE
 from ..report import get_report
 
 # %% ../../nbs/33_lz78_pretokenize.ipynb #be3500ad
@@ -46,8 +46,12 @@ def main(argv=None):
     out_dir = cfg.output_dir or os.path.join(
         get_base_dir(), "pretokenized", os.path.basename(tokenizer_dir.rstrip("/")))
     if os.path.exists(os.path.join(out_dir, INDEX_FILE)) and not cfg.overwrite:
+        index = read_index(out_dir)
+        if index["tokenizer_fingerprint"] != tokenizer_fingerprint(tokenizer): # a tokenizer trained again since
+            raise ValueError(f"{out_dir} was written with another tokenizer than the one in {tokenizer_dir} "
+                             f"(fingerprint {index['tokenizer_fingerprint']}): --overwrite=True encodes it again")
         print0(f"{out_dir} is already complete ({INDEX_FILE} present): nothing to do (--overwrite=True rewrites it)")
-        return read_index(out_dir)
+        return index
     name = cfg.tokenizer or "the default BPE"
     print0(f"Encoding with {name} ({tokenizer_dir}, vocab {tokenizer.get_vocab_size():,}) "
            f"into {out_dir}, {cfg.shard_tokens:,} tokens per shard")
