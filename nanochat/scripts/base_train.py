@@ -26,7 +26,7 @@ class TrainConfig:
     run: str = "dummy"  # wandb run name ('dummy' disables wandb logging)
     # Runtime
     device_type: str = ""  # cuda|cpu|mps (empty = autodetect)
-    compile: bool = True  # torch.compile the training model (eval, sampling and saving use the plain model)
+    compile: bool = True  # torch.compile the training model (CORE, sampling and saving use the plain model)
     # Model architecture
     depth: int = 20  # depth of the Transformer model
     aspect_ratio: int = 64  # model_dim = depth * aspect_ratio (nudged up to a multiple of head_dim)
@@ -142,7 +142,7 @@ class Run(StageRun):
     # Model and optimizers
     model_tag: str = None  # checkpoint directory name: --model-tag, else d<depth>
     checkpoint_dir: str = None  # <base_dir>/base_checkpoints/<model_tag>
-    orig_model: torch.nn.Module = None  # the GPT itself: evaluation, sampling and saving use it
+    orig_model: torch.nn.Module = None  # the GPT itself: CORE, sampling and saving use it (val bpb: `model`)
     model: torch.nn.Module = None  # what trains: orig_model, or its torch.compile wrapper with --compile
     optimizers: list = None  # [AdamW, Muon] (DistAdamW, DistMuon under torchrun)
     weight_decay: float = 0.0  # Muon's weight decay at step 0 (scaled for the depth); it decays linearly to 0
