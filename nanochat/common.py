@@ -91,7 +91,10 @@ def atomic_write(path, write_fn, mode='wb'):
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
+    umask = os.umask(0) # read it (the only way is to set it), then put it back
+    os.umask(umask)
     try:
+        os.fchmod(fd, 0o666 & ~umask) # mkstemp's file is owner-only: give it the mode open() would
         with os.fdopen(fd, mode) as f:
             write_fn(f)
             f.flush()
@@ -679,16 +682,18 @@ def measure_matmul_flops(n=1024, dtype=torch.float32, device='cpu', iters=5):
         products.append(lambda: onednn_linear(a, b))  # a @ b.T: the same FLOPs
     return 2 * n**3 / min(best_seconds(product, iters, sync) for product in products)
 
-_GPU_PEAK_BF16 = {'H200': 989e12, 'H100': 989e12, 'A100': 312e12, 'L40': 181e12, 'A10': 125e12, '4090': 165e12,
-                  '3090': 71e12}
+# dense bf16 peaks by a part of the device name; the longest part that matches wins ('A100' before 'A10', 'L40S'
+# before 'L40', 'H100 PCIe' before 'H100')
+_GPU_PEAK_BF16 = {'H200': 989e12, 'H100': 989e12, 'H100 PCIe': 756e12, 'H100 NVL': 835e12, 'A100': 312e12,
+                  'L40': 181e12, 'L40S': 362e12, 'A10': 125e12, '4090': 165e12, '3090': 71e12}
 
 def get_peak_flops(device_type='cpu', dtype=torch.float32):
     "Peak FLOP/s of this device: a table for known GPUs (bf16), else a quick measurement of `dtype` matmuls"
     if device_type == 'cuda':
         name = torch.cuda.get_device_name()
-        for k, v in _GPU_PEAK_BF16.items():
+        for k in sorted(_GPU_PEAK_BF16, key=len, reverse=True):
             if k in name:
-                return v
+                return _GPU_PEAK_BF16[k]
     return measure_matmul_flops(dtype=dtype, device=device_type if device_type != 'mps' else 'cpu', iters=10)
 
 # %% ../nbs/00_common.ipynb #56fd2c50

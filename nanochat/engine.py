@@ -464,6 +464,8 @@ def max_positions(self: Engine):
 def generate(self: Engine, tokens, num_samples=1, max_tokens=None, temperature=1.0, top_k=None, seed=42):
     "Yield `(token_column, token_masks)` per step: one token per row, mask 0 where the tool forced it"
     assert isinstance(tokens, list) and tokens and isinstance(tokens[0], int), "expecting a non-empty list of ints"
+    if max_tokens is not None and max_tokens < 0:
+        raise ValueError(f"max_tokens={max_tokens}: use 0 or more, or None (until the rotary table is full)")
     model, device = self.model, self.model.get_device()
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
@@ -575,6 +577,8 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
     gives them, the rows of prompts[0] first; without `max_tokens`, until every row ends or the rotary table is full"""
     assert prompts and all(isinstance(p, list) and p and isinstance(p[0], int) for p in prompts), \
         "expecting a non-empty list of non-empty token lists"
+    if max_tokens is not None and max_tokens < 0:
+        raise ValueError(f"max_tokens={max_tokens}: use 0 or more, or None (until the rotary table is full)")
     if len(prompts) == 1 or not self.lean_decoding(): # one after another, as generate_batch decodes them
         each = [self.collect_rows(self.generate(p, num_samples, max_tokens=max_tokens, temperature=temperature,
                                                 top_k=top_k, seed=seed), [p] * num_samples) for p in prompts]

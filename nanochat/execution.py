@@ -125,7 +125,14 @@ def _guard_files(root):
         if flags & write_flags:
             check_sandbox_path(path, root, follow=True, dir_fd=dir_fd, what='writing to')
         return real_os_open(path, flags, *args, dir_fd=dir_fd, **kwargs)
-    builtins.open = io.open = open_
+    class FileIO(io.FileIO): # the raw file class that open() builds on, called directly
+        def __init__(self, file, mode='r', *args, **kwargs):
+            if not isinstance(file, int) and any(c in mode for c in 'wax+'):
+                check_sandbox_path(file, root, follow=True, what='writing to')
+            super().__init__(file, mode, *args, **kwargs)
+    import _io # the C module io re-exports: its names are another way in
+    builtins.open = io.open = _io.open = open_
+    io.FileIO = _io.FileIO = FileIO
     os.open = os_open
 
 # %% ../nbs/11_execution.ipynb #d9dc8c0d
@@ -271,7 +278,8 @@ def execute_code(code: str, timeout: float = 5.0, maximum_memory_bytes: Optional
                 proc.stdin.close()
             except BrokenPipeError:
                 pass  # the child died early: reading gets EOF
-            line, problem = _read_line(proc.stdout.fileno(), deadline, 16 * max_output_chars + 65536)
+            # JSON escapes a character outside the BMP as two \uXXXX: 12 bytes, for each of the two capped streams
+            line, problem = _read_line(proc.stdout.fileno(), deadline, 24 * max_output_chars + 65536)
         finally:
             _kill_group(proc)  # always: nothing the code started outlives the call
             proc.wait()

@@ -284,10 +284,17 @@ def update_manifest(dataset, config, split, path, **info):
         atomic_write(manifest_path, lambda f: json.dump(manifest, f, indent=2), mode="w")
     return entry
 
+def _check_parquet(path):
+    import pyarrow.parquet as pq
+    try:
+        pq.read_metadata(path)
+    except Exception as e:
+        raise ValueError(f"not a valid parquet file ({e})") from None
+
 def read_rows_file(path):
     "All rows of a .jsonl, .jsonl.gz or .json (an array) file"
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
+    with opener(path, "rt", encoding="utf-8-sig") as f: # -sig: a byte-order mark some editors write is skipped
         text = f.read()
     if path.endswith(".json"):
         return json.loads(text)
@@ -313,6 +320,7 @@ def place_task_file(name, split, src):
     note = None
     with file_lock(os.path.join(os.path.dirname(hf_data_path(dataset, config, split)), f".{split}.lock")):
         if src.endswith(".parquet"):
+            _check_parquet(src) # before anything is replaced: a broken file must not cost the good one
             dst = hf_data_path(dataset, config, split, "parquet")
             with open(src, "rb") as fin:
                 atomic_write(dst, lambda f: shutil.copyfileobj(fin, f))
@@ -381,6 +389,8 @@ class MMLU(HFTask):
         assert split in ("train", "validation", "dev", "test"), f"unknown MMLU split {split!r}"
         if subset == "auxiliary_train":
             assert split == "train", "MMLU auxiliary_train has only the train split"
+        else:
+            assert split != "train", "MMLU's train split is its auxiliary train set: MMLU('auxiliary_train', 'train')"
         super().__init__(subset, split, **kwargs)
 
     @property
@@ -479,7 +489,7 @@ class CustomJSON(Task):
         if not os.path.exists(self.filepath):
             raise FileNotFoundError(f"CustomJSON: no file at {self.filepath}")
         self.conversations = []
-        with open(self.filepath, encoding="utf-8") as f:
+        with open(self.filepath, encoding="utf-8-sig") as f:
             for lineno, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -515,7 +525,8 @@ def words_from_texts(texts, min_len=3, max_len=16, min_count=2):
     "Sorted lowercase a-z words seen at least `min_count` times in `texts`"
     counts = {}
     for text in texts:
-        for word in re.findall(r"(?<![A-Za-z0-9_])[a-z]+(?![A-Za-z0-9_])", text):  # all-lowercase words only
+        # all-lowercase a-z words only, bounded by no word character at all: 'café' gives no 'caf'
+        for word in re.findall(r"(?<!\w)[a-z]+(?!\w)", text):
             if min_len <= len(word) <= max_len:
                 counts[word] = counts.get(word, 0) + 1
     return sorted(w for w, c in counts.items() if c >= min_count)
@@ -863,13 +874,6 @@ def hf_parquet_urls(dataset, config, split, endpoint=None, timeout=30):
         raise RuntimeError(f"{url} did not return a list of parquet URLs: {str(urls)[:200]}")
     return urls
 
-def _check_parquet(path):
-    import pyarrow.parquet as pq
-    try:
-        pq.read_metadata(path)
-    except Exception as e:
-        raise ValueError(f"not a valid parquet file ({e})") from None
-
 def download_hf_split(dataset, config, split, endpoint=None, **fetch_kwargs):
     "Download one split into `task_data/` as `<split>.parquet` (shards joined in order); returns its path"
     import pyarrow.parquet as pq
@@ -940,6 +944,13 @@ def main(argv=None):
         names = list(SOURCES) + ["words"] if "all" in args.names else args.names
         if unknown := [n for n in names if n not in SOURCES and n != "words"]:
             p.error(f"unknown data source(s) {unknown}: use {', '.join(SOURCES)}, words or all")
+        if args.split: # checked before any download; with `all`, the sources without that split are left out
+            named = [n for n in names if n != "words"]
+            if wrong := [n for n in named if args.split not in SOURCES[n][2]]:
+                if "all" not in args.names:
+                    p.error(f"{', '.join(wrong)}: no split {args.split!r} (" +
+                            "; ".join(f"{n} has {list(SOURCES[n][2])}" for n in wrong) + ")")
+                names = [n for n in names if n not in wrong]
         failed = []
         for name in names:
             if name == "words":
@@ -950,8 +961,6 @@ def main(argv=None):
                 continue
             dataset, config, splits = SOURCES[name]
             for split in ([args.split] if args.split else splits):
-                if split not in splits:
-                    p.error(f"{name} has splits {list(splits)}, not {args.split!r}")
                 try:
                     download_hf_split(dataset, config, split, args.endpoint)
                 except RuntimeError as e:

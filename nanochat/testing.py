@@ -193,7 +193,8 @@ def tiny_setup(base_dir, max_chars=400_000, vocab_size=512):
     return data_dir
 
 TINY_FLAGS = ["--depth=2", "--aspect-ratio=32", "--head-dim=32", "--max-seq-len=64", "--device-batch-size=4",
-              # base_train scales lrs by sqrt(256 / 2^19) = 0.022; these cancel it: 0.011, 0.11, 0.0044 after scaling
+              # base_train scales lrs by sqrt(256 / 2^19) = 0.022; these undo most of it: 0.011, 0.11, 0.0044 after it
+              # (then the AdamW ones by the width, (64 / 768)^-0.5 = 3.46, as every model's: 0.38 and 0.015)
               "--matrix-lr=0.5", "--embedding-lr=5", "--unembedding-lr=0.2",
               "--total-batch-size=256", "--window-pattern=SL", "--compile=False", "--device-type=cpu",
               "--eval-tokens=1024", "--core-metric-every=-1", "--sample-every=-1"]

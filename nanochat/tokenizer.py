@@ -341,7 +341,7 @@ def _assistant_parts(content):
 
 # %% ../nbs/01_tokenizer.ipynb #0b1e7029
 def _render_conversation(tokenizer, conversation, max_tokens=2048):
-    "Ids and training mask (1 = the assistant produces this token) of a conversation, truncated to max_tokens"
+    "Ids and training mask (1 = the assistant produces this token) of a conversation, cut at max_tokens (None: whole)"
     ids, mask = [], []
     def add(token_ids, mask_val):
         ids.extend(token_ids)
@@ -370,7 +370,9 @@ def _render_for_completion(tokenizer, conversation):
     if not isinstance(last, dict) or last.get("role") != "assistant":
         raise ValueError("render_for_completion needs a conversation whose last message is from the assistant")
     conversation = dict(conversation, messages=copy.deepcopy(messages[:-1]))
-    ids, _ = _render_conversation(tokenizer, conversation)
+    # whole: cut at 2048 as nanochat does, a long question would lose its end and <|assistant_start|> would follow
+    # half a question; a caller that must fit a context crops from the left (chat_eval)
+    ids, _ = _render_conversation(tokenizer, conversation, max_tokens=None)
     return ids + [tokenizer.encode_special("<|assistant_start|>")]
 
 # %% ../nbs/01_tokenizer.ipynb #375695ce

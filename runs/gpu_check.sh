@@ -60,7 +60,7 @@ BASE="$(mktemp -d)"
 ( NANOCHAT_BASE_DIR="$BASE" timeout 900 "$PY" -m nanochat.scripts.pipeline --scale=tiny --device-type=cuda \
     > "$OUT/pipeline.log" 2>&1; echo $? > "$OUT/pipeline.rc" ) &
 names=()
-for nb in $(grep -l '#| gpu' nbs/*.ipynb); do
+for nb in $(grep -l '"#| gpu' nbs/*.ipynb); do
     name="$(basename "$nb" .ipynb)"
     names+=("$name")
     ( timeout 600 "$PY" runs/nb_run.py --flags gpu --n_workers 1 --path "$nb" --out "$OUT/exec" \

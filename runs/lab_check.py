@@ -7,7 +7,7 @@ there and render, and the widget displays. A screenshot goes to _docs_shots/lab_
 
     python runs/lab_check.py                    # nbs/12_engine.ipynb
     python runs/lab_check.py --nb 10_report     # another notebook
-Exit code 0 when every check passes, 1 otherwise, 0 with a SKIPPED line when no Chromium/Playwright is installed.
+Exit code 0 when every check passes, 1 otherwise, 3 with a SKIPPED line when no Chromium/Playwright is installed.
 """
 import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
@@ -40,9 +40,9 @@ def main():
     sys.path.insert(0, str(ROOT))
     from nanochat.testing import find_chromium, CHROMIUM_ARGS
     try: from playwright.sync_api import sync_playwright
-    except ImportError: print("SKIPPED lab check: playwright is not installed"); return 0
+    except ImportError: print("SKIPPED lab check: playwright is not installed"); return 3
     chromium = find_chromium()
-    if chromium is None: print("SKIPPED lab check: no chromium on PATH (apt-get install chromium)"); return 0
+    if chromium is None: print("SKIPPED lab check: no chromium on PATH (apt-get install chromium)"); return 3
     work = Path(tempfile.mkdtemp(prefix="lab_check_"))
     nb_name = f"{args.nb}.ipynb"
     shutil.copy(ROOT / "nbs" / nb_name, work / nb_name)

@@ -6,6 +6,13 @@ from pathlib import Path
 root = Path(__file__).resolve().parent.parent
 HEADER = "<!-- generated from nbs/index.ipynb by `python runs/readme.py`: edit the notebook, not this file -->\n\n"
 
+def docs_url():
+    "The published docs site, from settings.ini (doc_host + doc_baseurl)"
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(root / 'settings.ini')
+    return cfg['DEFAULT']['doc_host'].rstrip('/') + cfg['DEFAULT']['doc_baseurl'].rstrip('/')
+
 def render(nb_path=root / 'nbs' / 'index.ipynb'):
     "Markdown of the notebook: markdown cells as they are, visible code cells fenced, directives dropped"
     nb = json.loads(nb_path.read_text())
@@ -19,7 +26,9 @@ def render(nb_path=root / 'nbs' / 'index.ipynb'):
         if not body: continue
         if cell['cell_type'] == 'markdown':
             body = re.sub(r'^> (.*)$', r'> \1', body, flags=re.M)
-            out.append(re.sub(r'\]\((\d\d_[\w-]+\.ipynb)\)', r'](nbs/\1)', body))
+            body = re.sub(r'\]\((\d\d_[\w-]+\.ipynb)\)', r'](nbs/\1)', body)
+            # a page only the docs site has (no notebook of its own): linked on the published site
+            out.append(re.sub(r'\]\((differences\.html)\)', rf']({docs_url()}/\1)', body))
         elif cell['cell_type'] == 'code':
             out.append(f"```python\n{body}\n```")
     return HEADER + '\n\n'.join(out) + '\n'

@@ -25,7 +25,7 @@ python -m nanochat.scripts.mid_train --max-seq-len=512 --device-batch-size=32 --
 python -m nanochat.scripts.chat_eval -i mid -x 200
 python -m nanochat.scripts.chat_sft --source=mid
 python -m nanochat.scripts.chat_eval -i sft -x 200
-python -m nanochat.scripts.chat_rl --source=sft
+python -m nanochat.scripts.chat_rl --source=sft --task=SyntheticArithmetic
 python -m nanochat.scripts.chat_eval -i rl -x 200
 python -m nanochat.report generate
 echo "done: report in $NANOCHAT_BASE_DIR/report/report.md; chat with: python -m nanochat.scripts.chat_cli"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up this checkout on a fresh machine: a virtualenv in .venv, torch pinned (CPU build here) BEFORE anything
-# else so no dependency can pull a multi-GB CUDA build, then the package with its dev tools, then git hooks.
+# Set up this checkout on a fresh machine: a virtualenv in .venv, torch pinned BEFORE anything else so that no
+# dependency pulls another build (NANOCHAT_TORCH_INDEX picks its index: below), then the package with its dev tools,
+# then git hooks.
 # Idempotent: a stamp keyed on the install files skips the pip work when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,11 +10,14 @@ PY=${PYTHON:-python3}
 # extras: dev = the notebook/test/docs tools (nbdev, JupyterLab, ipywidgets, ...); gpu = `kernels` (Flash Attention 3
 # on Hopper), added where an NVIDIA driver is present. NANOCHAT_EXTRAS overrides (e.g. NANOCHAT_EXTRAS=dev,gpu).
 EXTRAS=${NANOCHAT_EXTRAS:-dev$(command -v nvidia-smi >/dev/null 2>&1 && echo ,gpu || true)}
-stamp=".venv/.stamp-$( (cat settings.ini setup.py runs/setup.sh; echo "$EXTRAS") | sha1sum | cut -c1-12)"
+stamp=".venv/.stamp-$( (cat settings.ini setup.py runs/setup.sh; echo "$EXTRAS ${NANOCHAT_TORCH_INDEX:-}") | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "== setup: installing into .venv (torch first, then the package with extras [$EXTRAS])"
   .venv/bin/pip install -q --disable-pip-version-check -U pip 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+  # NANOCHAT_TORCH_INDEX: where torch comes from, e.g. https://download.pytorch.org/whl/cpu for the CPU build on Linux
+  # (PyPI's is the CUDA one); unset, pip's own configuration decides (a local CPU wheel here)
+  .venv/bin/pip install -q --disable-pip-version-check ${NANOCHAT_TORCH_INDEX:+--index-url "$NANOCHAT_TORCH_INDEX"} \
+    torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
   .venv/bin/pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 | grep -v '^WARNING: Location' || true
   .venv/bin/python - <<'PY'
 import torch, nbdev, execnb, fastcore, ipywidgets  # ipywidgets: the notebooks' sliders and JupyterLab's run-all check

@@ -253,6 +253,9 @@ def setup(cfg):
     run.num_iterations = get_num_iterations(cfg, run.num_flops_per_token, run.num_params)
     meta = resume[2] if resume else None
     run.state = LoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"]) if meta else LoopState()
+    if run.state.step > run.num_iterations: # past the horizon: the loop would never meet its last step
+        raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
+                         f"set --num-iterations as the run that saved it had them")
     if meta:  # this rank's own exact position if the world size is unchanged, else nanochat's approximate one
         per_rank = meta.get("dataloader_state_dicts") or []
         run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else meta["dataloader_state_dict"]
@@ -416,11 +419,12 @@ def train(cfg, on_step=None):
            f"| {cfg.total_batch_size * run.num_iterations:,} tokens | grad accum {run.grad_accum_steps}")
     while True:
         last_step = st.step == run.num_iterations
-        if due(cfg.eval_every, st.step, last_step):
+        resumed_here = st.step == cfg.resume_from_step # its evaluations are in the checkpoint, made before it
+        if not resumed_here and due(cfg.eval_every, st.step, last_step):
             evaluate_val_bpb(run)
-        if due(cfg.core_metric_every, st.step, last_step, at_zero=False):
+        if not resumed_here and due(cfg.core_metric_every, st.step, last_step, at_zero=False):
             run.core_results = evaluate_core_metric(run)
-        if run.master and due(cfg.sample_every, st.step, last_step, at_zero=False):
+        if not resumed_here and run.master and due(cfg.sample_every, st.step, last_step, at_zero=False):
             sample(run)
         if last_step or (st.step > 0 and st.step != cfg.resume_from_step and due(cfg.save_every, st.step, False)):
             save(run)

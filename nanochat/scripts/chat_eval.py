@@ -135,10 +135,11 @@ def run_generative_eval(task, tokenizer, model, engine, num_samples, max_new_tok
     num_problems = len(task) if max_problems is None else min(len(task), max_problems)
     indices = list(range(rank, num_problems, world_size))
     group = batch_size if num_samples == 1 else 1
+    max_len = model.cos.size(1) - 1 if hasattr(model, 'cos') else model.config.sequence_len # positions, one to answer
     passed, total, tokens, t0 = 0, 0, 0, time.time()
     for start in range(0, len(indices), group):
         conversations = [task[i] for i in indices[start:start + group]]
-        prompts = [tokenizer.render_for_completion(conversation) for conversation in conversations]
+        prompts = [tokenizer.render_for_completion(conversation)[-max_len:] for conversation in conversations]
         with autocast_ctx(device.type): # one problem: nanochat's loop, its samples in one batch
             rows = rows_per_prompt(engine, prompts, num_samples, max_tokens=max_new_tokens, temperature=temperature,
                                    top_k=top_k)

@@ -127,9 +127,13 @@ def check_config(cfg, world_size):
     "Flag combinations nanochat asserts, as errors that name the flags"
     if cfg.source not in ("sft", "mid"):
         raise ValueError(f"--source={cfg.source!r}: use sft or mid")
-    if cfg.device_batch_size < 1 or cfg.num_samples % cfg.device_batch_size:
-        raise ValueError(f"--num-samples={cfg.num_samples} must be a multiple of "
+    if cfg.device_batch_size < 1:
+        raise ValueError(f"--device-batch-size={cfg.device_batch_size} must be at least 1")
+    if cfg.num_samples < 1 or cfg.num_samples % cfg.device_batch_size:
+        raise ValueError(f"--num-samples={cfg.num_samples} must be a positive multiple of "
                          f"--device-batch-size={cfg.device_batch_size}")
+    if cfg.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens={cfg.max_new_tokens} must be at least 1")
     if cfg.eval_batch_problems < 1:
         raise ValueError(f"--eval-batch-problems={cfg.eval_batch_problems} must be at least 1")
     if cfg.rollout_batch_questions < 1:
@@ -226,6 +230,9 @@ def setup(cfg, train_task=None, val_task=None):
             opt.load_state_dict(opt_state)
         run.optimizer_states = None  # free the checkpoint tensors
         run.state = RLState(**meta["loop_state"], step=meta["step"])
+        if run.state.step > run.num_steps: # past the horizon: the loop would never meet its last step
+            raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_steps} steps; "
+                             f"set --num-iterations (or --num-epochs) as the run that saved it had them")
         run.resume_matmul_choices(meta)  # before any product: it rounds as the run it continues
     else:
         run.state = RLState()

@@ -32,7 +32,7 @@ except ImportError as e:
 @dataclass
 class ChatWebConfig:
     "Serve a chat model: a web UI and a streaming chat API"
-    source: str = 'sft'  # -i: which checkpoints: base|mid|sft|rl
+    source: str = ''  # -i: which checkpoints: base|mid|sft|rl ('' = the newest stage that has one, as chat_cli)
     model_tag: str = None  # -g: model tag to load (None = the largest model)
     step: int = None  # -s: step to load (None = the last complete one)
     port: int = 8000  # -p: port to listen on

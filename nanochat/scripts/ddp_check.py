@@ -7,7 +7,7 @@ __all__ = ['main']
 
 # %% ../../nbs/20_ddp_check.ipynb #f894ec39
 import argparse
-from ..common import ddp_allreduce_check, in_notebook
+from ..common import ddp_allreduce_check, in_notebook, exit_if_dry_run
 
 # %% ../../nbs/20_ddp_check.ipynb #52f5fe00
 def main(argv=None):
@@ -15,6 +15,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="torchrun all_reduce smoke test")
     p.add_argument('--device-type', default='', help="cuda|cpu|mps (empty = autodetect)")
     args = p.parse_args(argv)
+    exit_if_dry_run("nanochat.scripts.ddp_check") # as every script: NANOCHAT_DRY_RUN=1 checks the flags only
     ddp_allreduce_check(args.device_type)
 
 if __name__ == '__main__' and not in_notebook():

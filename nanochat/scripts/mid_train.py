@@ -220,6 +220,9 @@ def setup(cfg, datasets=None):
     run.state = MidLoopState()
     if meta:
         run.state = MidLoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"])
+        if 0 < run.num_iterations < run.state.step: # past the horizon: the loop would never meet its last step
+            raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
+                             f"set --num-iterations as the run that saved it had them")
     run.consumed_state = None  # the loader state after the last batch trained on
     if meta:  # this rank's own position (the loader falls back to an approximate one under another world size)
         per_rank = meta["dataloader_state_dicts"]
@@ -345,7 +348,8 @@ def train(cfg, on_step=None, datasets=None):
            f"| pack: {cfg.pack} | loss on {'assistant tokens' if cfg.loss_mask else 'every token'}")
     while True:
         last_step = st.step == run.num_iterations if run.num_iterations > 0 else run.epoch_done
-        if due(cfg.eval_every, st.step, last_step):
+        resumed_here = st.step == cfg.resume_from_step # this step's evaluation is in the checkpoint, made before it
+        if not resumed_here and due(cfg.eval_every, st.step, last_step):
             evaluate_val_bpb(run)
         periodic = st.step > 0 and st.step != cfg.resume_from_step and due(cfg.save_every, st.step, False)
         if not cfg.dry_run and (last_step or periodic):
