@@ -23,8 +23,10 @@ its own TORCHINDUCTOR_CACHE_DIR).
 Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """
 import argparse
+import atexit
 import contextlib
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -142,6 +144,7 @@ def main():
     configs = [c for c in configs if args.mode == "all" or c[3] == compiled]
     corpus = bench_train.ensure_corpus()
     base = tempfile.mkdtemp(prefix="bench_attention_")
+    atexit.register(shutil.rmtree, base, ignore_errors=True)  # its tokenizer and checkpoints go when the bench ends
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     bench_train.ensure_tokenizer(base, corpus)
     print("\n2. Whole d4 training steps of the project, with nanochat's attention and as it ships\n")

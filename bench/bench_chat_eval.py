@@ -9,12 +9,15 @@ Model: by default a random d4 (bench_gpt.make_model: vocab = the tokenizer's, he
 fp32) with a 2048-token BPE trained on the standard library's documentation; with --source, that checkpoint and
 its tokenizer. Problems: 4-choice arithmetic questions rendered with render_mc (categorical) and SyntheticArithmetic
 test problems (generative). A random model never ends its reply, so every sample runs to --max-new-tokens in both
-methods.
+methods. With --source the replies end, and the methods draw differently (the Engine inverts the CDF and runs the
+calculator, GPT.generate calls torch.multinomial): compare them at --temperature 0.
 
 Rows, best of --repeats (methods interleaved, so a busy machine slows all of them alike):
-- categorical  batched      run_categorical_eval, --batch-size prompts per forward (right-padded with BOS)
-               per-problem  the same function at batch 1: one unbatched forward per problem (nanochat's loop shape)
-- generative   engine       run_generative_eval: the Engine (KV cache, one prefill shared by the samples)
+- categorical  batched      run_categorical_eval, --batch-size prompts per forward (right-padded with BOS): nanochat's
+                            shape too (its -b defaults to 8)
+               per-problem  the same function at batch 1: one unbatched forward per problem (the reference row)
+- generative   engine       run_generative_eval: the Engine (KV cache, one prefill shared by the samples): nanochat's
+                            shape, one problem at a time
                together     one sample each, --batch-size problems decoded together (Engine.generate_many)
                naive        per problem and per sample, GPT.generate: batch 1, no KV cache, the whole sequence rerun
                             for every new token

@@ -14,7 +14,7 @@ since the rounded-up widths forward more padding. Not a test: it prints a table.
     python bench/bench_chat_train.py            # ~3-5 min on 2 cores (the tokenizer is trained once, ~1 min)
     python bench/bench_chat_train.py --steps 10 --threads 1   # on a shared machine one thread is steadier
 """
-import argparse, os, tempfile, time
+import argparse, atexit, os, shutil, tempfile, time
 import torch
 from bench_train import ensure_corpus, ensure_tokenizer
 
@@ -93,6 +93,7 @@ def main():
     if args.threads: torch.set_num_threads(args.threads)
     corpus = ensure_corpus()
     base = tempfile.mkdtemp(prefix="bench_chat_")
+    atexit.register(shutil.rmtree, base, ignore_errors=True)  # its tokenizer and checkpoints go when the bench ends
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     ensure_tokenizer(base, corpus)
     load = os.getloadavg()[0]
@@ -107,7 +108,8 @@ def main():
     from nanochat.scripts.chat_sft import sft_data_generator
     tok, mix, sft_mix = mid.tokenizer, mid.train_ds, sft.train_ds
     packed = lambda **kw: (lambda: conversation_bestfit_loader(tok, mix, ROWS, SEQ, device="cpu", **kw))
-    padded = lambda: sft_data_generator(tok, sft_mix, 4, "cpu", max_tokens=SEQ)
+    # the widths training pads to (a multiple of 64 where SFT trains in bf16): the loader makes the positions it counts
+    padded = lambda: sft_data_generator(tok, sft_mix, 4, "cpu", max_tokens=SEQ, pad_multiple=sft.pad_multiple)
     mid_loader_s = loader_throughput(packed())
     sft_loader_s = loader_throughput(padded)
     share = {"mid (a91743c: every token)": supervised_share(packed()),

@@ -5,9 +5,10 @@
     python bench/bench_eval.py --bundle local     # CORE on the offline bundle even when the real one is present
     python bench/bench_eval.py --corpus DIR       # any directory of FineWeb-format shards
 
-Both sides run the project's own loops in one process; the baseline swaps in nanochat's (a91743c) GPT.forward and
-MLP.forward with bench_train's `Side`: the logits materialised in fp32, `15 * tanh(logits / 15)`, `F.cross_entropy`;
-`F.relu(x).square()`. The loops themselves are the same as nanochat's on both sides:
+Both sides run the project's own loops in one process; the baseline swaps in nanochat's (a91743c) code with
+bench_train's `Side`: GPT.forward (the logits materialised in fp32, `15 * tanh(logits / 15)`, `F.cross_entropy`),
+MLP.forward (`F.relu(x).square()`), the norm, the rotary embedding, Linear.forward (the BLAS only, no oneDNN probe),
+SDPA's attention, and Muon's iteration (unused here). The loops themselves are the same as nanochat's on both sides:
 - bpb rows: `nanochat.loss_eval.evaluate_bpb` under `torch.no_grad()` and autocast_ctx, as base_train's val pass,
   over --bpb-steps batches of --batch-size x --seq-len val tokens (packed by the best-fit loader once, before timing:
   the tokenizer is not timed). The project's forward fuses the softcap and the loss (`softcap_cross_entropy`) and
@@ -20,7 +21,8 @@ MLP.forward with bench_train's `Side`: the logits materialised in fp32, `15 * ta
   per task type (multiple choice, schema, language modeling). The task comes from the real CORE bundle
   (`real_data_dir('core_eval_bundle')`: the first task of each type in core.yaml) when present, else from a bundle
   built offline from the val shard (`build_local_eval_bundle`). Prompts are cropped to the model's context. CORE's
-  forward returns logits (no targets), so the two sides differ only by the MLP here: expect about 1.00x.
+  forward returns logits (no targets), so the two sides differ by the forward's pieces only (MLP, norm, rotary,
+  the products' library, attention): expect a ratio near 1.00x.
 Model: a random d4/d6 (bench_gpt.make_model: head_dim 64, window L, fp32) with a vocab-4096 BPE trained on the corpus
 (bench_train's, cached in <tmp>/nanochat_bench_eval), on one thread by default (--threads; on a shared machine a
 busy neighbour stalls 2-thread OpenMP kernels, over 10x at these sizes; the peak is measured at the same count).

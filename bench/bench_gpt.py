@@ -8,7 +8,7 @@ Tiny CPU configs: vocab 4096, head_dim 64, window pattern SSSL, fp32, 2048 token
 The baseline is the fp32 matmul peak measured in the same run (best of 1024^3 and 2048^3 matmuls, measured before
 and after the models), so "MFU" = achieved model FLOP/s (GPT.estimate_flops x tokens/s) / measured peak.
 Eager and compiled steps of one config are interleaved, so both see the same machine load; the table gives the
-median and the best step. Also reports single-token decode with a KV cache (batch 1, d4, T=256) at 1 and 2 threads.
+median and the best step. Also reports single-token decode with a KV cache (batch 1, d4, T=256) on 1 thread and on torch's default.
 
 On a shared machine every other busy process slows 2-thread OpenMP kernels a lot (threads wait for a descheduled
 partner), so compare rows of one run, and rerun when the load average printed at the top is high.

@@ -17,7 +17,7 @@ the same documents. Rows:
 
 Not a test: it prints a table (and writes --json with the curves, which 34_lz78_experiment records and plots).
 """
-import argparse, json, os, sys, tempfile, time
+import argparse, atexit, json, os, shutil, sys, tempfile, time
 from unittest import mock
 import torch
 
@@ -120,6 +120,8 @@ def main():
     CORPUS = ensure_corpus(args.corpus)
     torch.set_num_threads(min(torch.get_num_threads(), os.cpu_count() or 1))
     work = args.work or tempfile.mkdtemp(prefix="lz78_experiment_")
+    if not args.work:  # removed when the bench ends, whether it finished or not
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
     os.environ["NANOCHAT_BASE_DIR"], os.environ["NANOCHAT_DATA_DIR"] = work, CORPUS
     print(f"corpus {CORPUS} | work {work} | {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} | "
           f"d{args.depth}, {args.steps} steps x {8 * args.max_seq_len} tokens")
@@ -131,8 +133,10 @@ def main():
         results[name] = run_row(work, name, spec, pre_dir, args)
         r = results[name]
         print(f"== {name}: val bpb {r['final_bpb']:.4f} (min {r['min_bpb']:.4f}) in {r['seconds']:.0f}s")
-    base = results.get("bpe", results[rows[0]])["final_bpb"]
-    print(f"\n{'row':<18} {'tokenizer':<10} {'bytes/tok':>9} {'params':>9} {'val bpb':>8} {'vs first':>8} {'time':>6}")
+    base_row = "bpe" if "bpe" in results else rows[0]
+    base = results[base_row]["final_bpb"]
+    vs = f"vs {base_row}"[:8]
+    print(f"\n{'row':<18} {'tokenizer':<10} {'bytes/tok':>9} {'params':>9} {'val bpb':>8} {vs:>8} {'time':>6}")
     for name in rows:
         r, st = results[name], toks[ROWS[name][0]][2]
         print(f"{name:<18} {r['tokenizer']:<10} {st['val_bytes_per_token']:>9.3f} {r['params']:>9,} {r['final_bpb']:>8.4f} "
@@ -142,9 +146,6 @@ def main():
         out = {"args": vars(args), "corpus": CORPUS, "tokenizers": {k: v[2] for k, v in toks.items()}, "rows": results}
         with open(args.json, "w") as f: json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
-    if not args.work:
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

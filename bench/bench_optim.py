@@ -17,6 +17,7 @@ import torch
 import torch._dynamo
 from nanochat.gpt import GPT, GPTConfig
 from nanochat.optim import Muon, AdamW, setup_optimizers, get_orth_dtype
+from nanochat.common import cpu_bf16_matmul_is_fast
 
 def build(depth, args):
     "A GPT of `depth` with the CPU run's shapes, initialized as nanochat does (meta -> cpu -> init_weights)"
@@ -75,9 +76,10 @@ def bench_depth(depth, args):
         torch._dynamo.reset()
         restore()
         opt = make()
-        steps, warmup = (1, 1) if 'bf16' in name else (args.steps, args.warmup)
+        slow = 'bf16' in name and not cpu_bf16_matmul_is_fast()  # bf16 without bf16 units: minutes a step
+        steps, warmup = (1, 1) if slow else (args.steps, args.warmup)
         t, first = timeit(opt.step, steps, warmup)
-        rows.append((name, n, t, first))
+        rows.append((name + (' (1 timed step)' if slow else ''), n, t, first))
         restore()
     return model, rows, n_adam, n_muon
 
@@ -89,7 +91,8 @@ def main():
     p.add_argument('--max-seq-len', type=int, default=256)
     p.add_argument('--device-batch-size', type=int, default=8)
     p.add_argument('--steps', type=int, default=5, help="timed steps per row")
-    p.add_argument('--warmup', type=int, default=2, help="untimed steps per row (the first one compiles)")
+    p.add_argument('--warmup', type=int, default=2, help="untimed steps per row, at least 1 (the first one compiles "
+                                                          "and is reported on its own)")
     p.add_argument('--no-compile', dest='compile', action='store_false', help="skip the torch.compile rows")
     p.add_argument('--bf16', action='store_true', help="add a Muon row with bf16 orthogonalization (slow on CPU)")
     p.add_argument('--threads', type=int, default=0, help="torch threads (0 = torch's default)")

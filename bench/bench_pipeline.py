@@ -9,7 +9,7 @@ It reads a finished pipeline run (the stage markers and logs under <base>/pipeli
 
 Tokens/s of a stage is the median of the `tok/sec` (or `tok/s`) values its log printed. Not a test: it prints a table.
 """
-import argparse, glob, json, os, re, statistics, subprocess, sys, tempfile, time
+import argparse, atexit, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -45,12 +45,15 @@ def main():
         print(f"no finished pipeline stages under {base}/pipeline: run with --run, or point --base-dir at a finished run")
         return
     ref = None
-    if not args.no_reference and any(name == "base_train" for name, *_ in rows):
-        cfg = json.load(open(os.path.join(base, "pipeline", "config.json")))
-        from nanochat.scripts.pipeline import SCALES
-        s = SCALES[cfg["scale"]]
+    cfg = json.load(open(os.path.join(base, "pipeline", "config.json")))
+    from nanochat.scripts.pipeline import SCALES
+    s = SCALES[cfg["scale"]]
+    if s["dbs"] != 8 and not args.no_reference:  # bench_train's loop trains 8 rows a step: not this scale's shape
+        print(f"(no reference: bench_train's loop runs 8 rows a step, the {cfg['scale']} scale {s['dbs']})")
+    elif not args.no_reference and any(name == "base_train" for name, *_ in rows):
         import bench_train  # the same loop, same shape, measured now: a slow stage shows up against it
         scratch = tempfile.mkdtemp(prefix="bench_pipeline_ref_")  # its checkpoints must not land in the run's base dir
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
         os.symlink(os.path.join(base, "tokenizer"), os.path.join(scratch, "tokenizer"))
         from nanochat.dataset import get_data_dir
         os.environ["NANOCHAT_BASE_DIR"] = base

@@ -180,7 +180,7 @@ def bench(args, base):
     print(f"{'method':>16} {'tokens':>7} {'tok/s wall':>11} {'tok/s CPU':>10} {'vs naive (CPU)':>15}")
     for name, (wall, cpu, n) in best.items():
         print(f"{name:>16} {n:>7,} {wall:>11,.0f} {cpu:>10,.0f} {cpu / best['naive'][1]:>14.1f}x")
-    naive_sample = s_time * best["engine batched"][1] / best["naive"][1]  # same tokens at the naive CPU rate
+    naive_sample = s_time * best["engine batched"][0] / best["naive"][0]  # the same tokens at the naive wall rate
     print(f"\nan RL step with naive sampling (estimate): sampling {naive_sample / len(steps[1]):.1f}s + learning "
           f"{l_time / len(steps[1]):.2f}s, sampling {100 * naive_sample / (naive_sample + l_time):.0f}% of the step "
           f"(measured with the Engine: {100 * s_time / (s_time + l_time):.0f}%)")

@@ -73,7 +73,7 @@ Beside each speed-up, the FLOP ratio: nanochat's matmul FLOPs per step over the 
 on both sides; Muon's are not), the speed-up if every matmul ran at one speed and nothing else took time.
 Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """
-import argparse, contextlib, os, re, statistics, tempfile, time
+import argparse, atexit, contextlib, os, re, shutil, statistics, tempfile, time
 import torch
 import torch.nn.functional as F
 
@@ -547,6 +547,10 @@ def main():
     p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     p.add_argument("--mode", choices=("all", "eager", "compiled"), default="all", help="which throughput rows")
     args = p.parse_args()
+    if args.steps < WARMUP + 2:  # the quartiles of the timed steps need two of them
+        p.error(f"--steps={args.steps}: at least {WARMUP + 2} (the first {WARMUP} are not timed)")
+    if args.quick and args.mode == "compiled":
+        p.error("--quick is the eager d4 row: use --mode compiled without --quick for the compiled rows")
     configs = [(4, 256, False)]  # the throughput rows: (depth, seq, compiled)
     if not args.quick:
         configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True), (4, 512, True),
@@ -556,6 +560,7 @@ def main():
         check_inductor_cache()  # before any work: the compiled rows come last
     corpus = ensure_corpus(args.corpus)
     base = tempfile.mkdtemp(prefix="bench_train_")
+    atexit.register(shutil.rmtree, base, ignore_errors=True)  # its tokenizer and checkpoints go when the bench ends
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     ensure_tokenizer(base, corpus)
     machine_report()

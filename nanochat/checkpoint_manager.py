@@ -8,7 +8,7 @@ __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_larges
            'load_model']
 
 # %% ../nbs/07_checkpoint.ipynb #ac9721d5
-import os, re, glob, json, pickle, zipfile
+import os, re, json, pickle, zipfile
 import torch
 import torch.distributed as dist
 from .common import get_base_dir, atomic_write, get_compute_dtype, logger
@@ -77,8 +77,9 @@ def find_largest_model(checkpoints_dir):
 def find_last_step(checkpoint_dir):
     "Highest step with both `model_<step>.pt` and `meta_<step>.json` (a complete save)"
     steps = []
-    for f in glob.glob(os.path.join(checkpoint_dir, "model_*.pt")):
-        m = re.fullmatch(r"model_(\d+)\.pt", os.path.basename(f))
+    files = os.listdir(checkpoint_dir) if os.path.isdir(checkpoint_dir) else [] # not glob: '[' in a path is a pattern
+    for f in files:
+        m = re.fullmatch(r"model_(\d+)\.pt", f)
         if m and os.path.exists(os.path.join(checkpoint_dir, f"meta_{m.group(1)}.json")):
             steps.append(int(m.group(1)))
     if not steps:
@@ -143,14 +144,16 @@ def build_model(checkpoint_dir, step, device, phase):
     model.load_state_dict(model_data, strict=True, assign=True)
     model.eval() if phase == "eval" else model.train()
     spec = meta_data.get("user_config", {}).get("tokenizer", "")
+    tokenizer_dir = os.path.join(get_base_dir(), "tokenizer")
     if spec:  # a run with --tokenizer (the LZ78 family): load the tokenizer it names
         from nanochat.lz78_dataloader import resolve_tokenizer  # lazy: notebook 16 comes after this one
-        tokenizer = resolve_tokenizer(spec)[0]
+        tokenizer, tokenizer_dir = resolve_tokenizer(spec)
     else:
         tokenizer = get_tokenizer()
     if tokenizer.get_vocab_size() != model_config.vocab_size:
+        named = f" (--tokenizer={spec})" if spec else ""
         raise ValueError(f"tokenizer vocab {tokenizer.get_vocab_size()} != model vocab {model_config.vocab_size}: "
-                         f"the tokenizer in {get_base_dir()}/tokenizer is not the one this model was trained with")
+                         f"the tokenizer in {tokenizer_dir}{named} is not the one this model was trained with")
     return model, tokenizer, meta_data
 
 # %% ../nbs/07_checkpoint.ipynb #9b73a857
@@ -178,20 +181,22 @@ def resolve_checkpoint(source, model_tag=None, step=None):
     except FileNotFoundError as e:
         raise FileNotFoundError(f"{e}. Create a {source} checkpoint with: {_CREATED_BY[source]}") from e
 
-def newest_source():
-    "The latest stage that has a complete checkpoint (rl > sft > mid > base); an error naming the first command if none"
+def newest_source(model_tag=None):
+    """The latest stage that has a complete checkpoint (rl > sft > mid > base), of `model_tag` if given; an error naming
+    the first command if none"""
     for source in ("rl", "sft", "mid", "base"):
         try:
-            resolve_checkpoint(source)
+            resolve_checkpoint(source, model_tag)
         except FileNotFoundError:
             continue
         return source
-    raise FileNotFoundError(f"no checkpoint of any stage under {get_base_dir()}. Create a base checkpoint with: "
-                            f"{_CREATED_BY['base']} (or run the whole pipeline: bash runs/main.sh)")
+    tagged = f" of model tag {model_tag!r}" if model_tag else ""
+    raise FileNotFoundError(f"no checkpoint{tagged} of any stage under {get_base_dir()}. Create a base checkpoint "
+                            f"with: {_CREATED_BY['base']} (or run the whole pipeline: bash runs/main.sh)")
 
 def load_model(source, device, phase, model_tag=None, step=None):
     "Load `(model, tokenizer, meta)` from nanochat's layout under the base dir (`source=None`: the newest stage)"
-    source = source or newest_source()
+    source = source or newest_source(model_tag)
     checkpoint_dir, step = resolve_checkpoint(source, model_tag, step)
     logger.info(f"Loading model from {checkpoint_dir} with step {step}")
     return build_model(checkpoint_dir, step, device, phase)

@@ -709,7 +709,9 @@ def forward_mfu(model, tok_per_sec, world_size=1):
     ranks' totals); None for a model without `estimate_forward_flops`"""
     if not hasattr(model, 'estimate_forward_flops'):
         return None
-    peak = _process_peak_flops(model.get_device().type) * world_size # one device's: measured once per process
+    device_type = model.get_device().type
+    # one device's peak in the dtype evaluation computes in (fp32 on a CPU unless NANOCHAT_DTYPE says otherwise)
+    peak = _process_peak_flops(device_type, get_compute_dtype(device_type)) * world_size
     return get_mfu(model.estimate_forward_flops(), tok_per_sec, peak)
 
 # %% ../nbs/00_common.ipynb #cc51b59e

@@ -79,9 +79,11 @@ def batch_sequences_schema(tokenizer, prompts):
 def batch_sequences_lm(tokenizer, prompts):
     "One sequence (the prompt with the continuation); the span is what it adds to the prompt without"
     tokens_without, tokens_with = tokenizer.encode(prompts, prepend=tokenizer.get_bos_token_id())
-    start_idx, end_idx = len(tokens_without), len(tokens_with)
-    assert start_idx < end_idx and tokens_without == tokens_with[:start_idx], \
-        "the prompt without the continuation must tokenize to a prefix of the prompt with it"
+    # where the two first differ: the end of the prompt without, unless a token spans the boundary (a tokenizer
+    # without word chunks, LZ78 unchunked, can merge the context's end into the continuation; nanochat asserts)
+    start_idx, end_idx = find_common_length([tokens_without, tokens_with]), len(tokens_with)
+    if start_idx >= end_idx:
+        raise ValueError("the continuation adds no tokens to the prompt: nothing to score")
     return [tokens_with], [start_idx], [end_idx]
 
 # %% ../nbs/09_core_eval.ipynb #4333ec6a

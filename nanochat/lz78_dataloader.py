@@ -59,11 +59,15 @@ def resolve_token_metadata(tokenizer, tokenizer_dir, device="cpu"):
     return meta
 
 def tokenizer_fingerprint(tokenizer):
-    "sha256 of every token's bytes, in id order: two tokenizers with the same fingerprint encode alike"
+    """sha256 of every token's bytes, in id order, and of how text is cut before matching (an LZ78 tokenizer's
+    chunking and split pattern, a tiktoken BPE's split pattern): two tokenizers with one fingerprint encode alike"""
     h = hashlib.sha256()
     for i in range(tokenizer.get_vocab_size()):
         b = bytes(tokenizer.id_to_bytes(i))
         h.update(len(b).to_bytes(4, "little") + b)
+    cut = (getattr(tokenizer, "chunked", None), getattr(tokenizer, "pattern", None),
+           getattr(getattr(tokenizer, "enc", None), "_pat_str", None))
+    h.update(repr(cut).encode()) # the same dictionary, chunked or not, encodes 'a b' otherwise
     return h.hexdigest()[:16]
 
 # %% ../nbs/16_lz78_dataloader.ipynb #c805b3ca

@@ -46,7 +46,12 @@ def prefix_smoothed_loss(logits, targets, ancestors, kind="soft", weight=0.1, de
         loss = lse - logits.gather(1, t[:, None]).squeeze(1) # (N,) plain cross-entropy
     if kind == "bce" and weight > 0:
         chains = ancestors[t] # (N, D)
-        multi_hot = torch.zeros_like(logits).scatter_(1, chains.clamp(min=0), (chains >= 0).to(logits.dtype))
+        # padding (-1) scatters into a spare last column, then dropped: pointed at column 0 it could overwrite the
+        # label of a real token 0 (a BPE tokenizer's first byte)
+        V = logits.size(-1)
+        ones = torch.ones(chains.shape, dtype=logits.dtype, device=logits.device)
+        columns = torch.where(chains >= 0, chains, V)
+        multi_hot = logits.new_zeros(logits.size(0), V + 1).scatter_(1, columns, ones)[:, :V] # (N, V)
         pw = torch.tensor(pos_weight, dtype=logits.dtype, device=logits.device)
         bce = F.binary_cross_entropy_with_logits(logits, multi_hot, pos_weight=pw, reduction="none").mean(-1) # (N,)
         loss = (1 - weight) * loss + weight * bce

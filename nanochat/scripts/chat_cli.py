@@ -114,7 +114,7 @@ def main(argv=None):
         # keeps a core busy a batch-1 step on two threads of two cores took about 3x as long as on one
         torch.set_num_threads(args.threads or 1)
     try:
-        source = args.source or newest_source()  # rl > sft > mid > base
+        source = args.source or newest_source(args.model_tag)  # rl > sft > mid > base
         checkpoint_dir, step = resolve_checkpoint(source, args.model_tag, args.step)
         model, tokenizer, meta = build_model(checkpoint_dir, step, device, "eval")
     except FileNotFoundError as e:

@@ -161,7 +161,7 @@ def load_workers(cfg):
         raise ValueError(f"--num-gpus={cfg.num_gpus} but only {torch.cuda.device_count()} GPUs are visible")
     if cfg.dtype:
         os.environ['NANOCHAT_DTYPE'] = str(parse_dtype(cfg.dtype, '--dtype')).removeprefix('torch.')  # one policy
-    source = cfg.source or newest_source()  # rl > sft > mid > base
+    source = cfg.source or newest_source(cfg.model_tag)  # rl > sft > mid > base
     checkpoint_dir, step = resolve_checkpoint(source, cfg.model_tag, cfg.step)
     model_tag = os.path.basename(checkpoint_dir)
     workers = []
