@@ -8,12 +8,12 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
            'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear', 'onednn_linear_post',
            'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
-           'linear', 'weight_grad_uses_onednn', 'cpu_matmul_choices', 'restore_cpu_matmul_choices', 'cap_onednn_caches',
-           'cpu_bf16_matmul_is_fast', 'autodetect_device_type', 'parse_dtype', 'forced_dtype', 'get_compute_dtype',
-           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
-           'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'asdict_config', 'DummyWandb',
-           'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check',
-           'all_reduce_sum', 'run_torchrun']
+           'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
+           'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
+           'parse_dtype', 'forced_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept',
+           'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run',
+           'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
+           'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
@@ -330,11 +330,22 @@ def weight_grad_uses_onednn(a, k):
     return _probed(a, a.numel() * k) and weight_grad_library(a.size(0), a.size(1), k) == 'onednn'
 
 # %% ../nbs/00_common.ipynb #0d1e2f47
+_other_probes = {} # name -> (the answers by shape, the key's length, the answers allowed): later modules' probes
+
+def register_shape_probe(name, shapes, n_key, answers):
+    """Let a later module's per-shape probe (`shapes`: a dict from a key of `n_key` ints to one of `answers`) travel
+    with `cpu_matmul_choices` and come back with `restore_cpu_matmul_choices` (the engine's column blocks do)"""
+    _other_probes[name] = (shapes, n_key, tuple(answers))
+
 def cpu_matmul_choices():
     """The answers this process's probes have given so far, JSON-friendly: {'linear': [[rows, M, K, contiguous,
-    library], ...], 'weight_grad': [[rows, M, K, library], ...]}. A checkpoint keeps them for a resumed run"""
-    return {'linear': [[*key, library] for key, library in sorted(_linear_shapes.items())],
-            'weight_grad': [[*key, library] for key, library in sorted(_weight_grad_shapes.items())]}
+    library], ...], 'weight_grad': [[rows, M, K, library], ...]} and any registered probe's [[*key, answer], ...].
+    A checkpoint keeps them for a resumed run"""
+    choices = {'linear': [[*key, library] for key, library in sorted(_linear_shapes.items())],
+               'weight_grad': [[*key, library] for key, library in sorted(_weight_grad_shapes.items())]}
+    for name, (shapes, _, _) in _other_probes.items():
+        choices[name] = [[*key, answer] for key, answer in sorted(shapes.items())]
+    return choices
 
 def restore_cpu_matmul_choices(choices):
     """Give the probes' answers in `choices` (`cpu_matmul_choices()` of an earlier process) instead of timing those
@@ -346,9 +357,18 @@ def restore_cpu_matmul_choices(choices):
             if not ints or entry[-1] not in ('onednn', 'blas') or (n_key == 4 and type(entry[3]) is not bool):
                 raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not [{layout}, 'onednn' or 'blas']")
             restored[name][tuple(entry[:-1])] = entry[-1]
+    for name, (_, n_key, answers) in _other_probes.items():
+        restored[name] = {}
+        for entry in choices.get(name, []):
+            ints = isinstance(entry, list) and len(entry) == n_key + 1 and all(type(v) is int for v in entry[:n_key])
+            if not ints or entry[-1] not in answers or type(entry[-1]) is not type(answers[0]):
+                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not {n_key} ints and one of {answers}")
+            restored[name][tuple(entry[:-1])] = entry[-1]
     # they win over this process's own timings: they are what the run being continued used
     _linear_shapes.update(restored['linear'])
     _weight_grad_shapes.update(restored['weight_grad'])
+    for name, (shapes, _, _) in _other_probes.items():
+        shapes.update(restored[name])
 
 # %% ../nbs/00_common.ipynb #0d1e2f37
 ONEDNN_CACHE_CAPACITY = 128 # kernels (primitives) each of oneDNN's two caches keeps; its default: 1,024

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from fastcore.basics import patch # methods written in later cells join their class
 
-from .common import get_compute_dtype
+from .common import get_compute_dtype, register_shape_probe
 from .flash_attention import _sdpa_attention
 from .gpt import GPT, norm, apply_rotary_emb
 
@@ -185,6 +185,8 @@ def column_width(out, in_features):
     return width if out % width == 0 and out <= 4 * width and width >= 16 else None
 
 _column_blocks_shapes = {} # (out, in) -> whether ColumnBlocks ran faster: each shape timed once per process
+# a checkpoint keeps the answers, as it keeps the matmul libraries': the two packings round differently
+register_shape_probe('column_blocks', _column_blocks_shapes, 2, (True, False))
 
 def time_column_blocks(out, in_features, stream_bytes=2**23):
     """Seconds per batch-1 product with a weight (out, in) on one thread: (the plain packing's (`pack_weight`),
