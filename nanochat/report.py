@@ -223,9 +223,9 @@ class Report:
 
     def reset(self):
         "Delete the sections and write a fresh header"
-        for f in EXPECTED_FILES + ["report.md", "report.html"]:
-            if os.path.exists(p := os.path.join(self.report_dir, f)):
-                os.remove(p)
+        for f in os.listdir(self.report_dir) if os.path.isdir(self.report_dir) else []:
+            if f.endswith(".md") or f == "report.html": # every section, the expected ones and any other stage's
+                os.remove(os.path.join(self.report_dir, f))
         started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
         atomic_write(os.path.join(self.report_dir, "header.md"),
                      lambda f: f.write(generate_header() + f"Run started: {started}\n\n---\n\n"), mode='w')
@@ -235,7 +235,11 @@ class Report:
         parts, summary = [], {}
         header = os.path.join(self.report_dir, "header.md")
         parts.append(open(header).read() if os.path.exists(header) else "# nanochat training report\n\n")
-        for fname in EXPECTED_FILES:
+        # the pipeline's sections in its order, then any other stage's (an LZ78 tokenizer, pretokenized data) as written
+        others = [f for f in os.listdir(self.report_dir) if f.endswith(".md")
+                  and f not in EXPECTED_FILES + ["header.md", "report.md"]]
+        others.sort(key=lambda f: os.path.getmtime(os.path.join(self.report_dir, f)))
+        for fname in EXPECTED_FILES + others:
             p = os.path.join(self.report_dir, fname)
             if not os.path.exists(p):
                 continue

@@ -68,9 +68,9 @@ def evaluate_bpb_splits(model, tokenizer, device, sequence_len, device_batch_siz
         bpb_results[split] = evaluate_bpb(model, loader, steps, token_bytes)  # ends on .item(): the device is done
         seconds = time.time() - t0
         num_tokens = steps * tokens_per_step
-        mfu = forward_mfu(model, num_tokens / seconds, world_size) # all ranks' tokens
-        print0(f"{split} bpb: {bpb_results[split]:.6f} | {num_tokens:,} tokens in {seconds:.1f}s "
-               f"| tok/sec: {num_tokens / seconds:,.0f} | mfu: {mfu:.2f}%")
+        mfu = forward_mfu(model, num_tokens / seconds, world_size) # all ranks' tokens; None for a stand-in model
+        rate = f"tok/sec: {num_tokens / seconds:,.0f}" + ("" if mfu is None else f" | mfu: {mfu:.2f}%")
+        print0(f"{split} bpb: {bpb_results[split]:.6f} | {num_tokens:,} tokens in {seconds:.1f}s | {rate}")
     return bpb_results
 
 def count_core_items(eval_bundle_dir, labels, max_per_task=-1):

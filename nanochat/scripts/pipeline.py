@@ -104,12 +104,16 @@ def marker_path(index, stage):
     return os.path.join(pipeline_dir(), f"{index:02d}_{stage.name}.done")
 
 def finished(index, stage):
-    "The marker of a finished stage (a dict), or None"
+    "The marker of a finished stage (a dict), or None; None too if it ran another command (other flags, device)"
     p = marker_path(index, stage)
     if not os.path.exists(p):
         return None
     with open(p) as f:
-        return json.load(f)
+        done = json.load(f)
+    if done.get("command") != command_line(stage):
+        print(f"=== {stage.name}: finished earlier as `{done.get('command')}`, not as now: it runs again")
+        return None
+    return done
 
 def mark_finished(index, stage, seconds, peak_mb=None):
     info = {"stage": stage.name, "seconds": round(seconds, 1), "peak_rss_mb": peak_mb, "command": command_line(stage),
@@ -250,7 +254,8 @@ def run_pipeline(cfg, stages=None):
         for f in os.listdir(pipeline_dir()):
             if f.endswith(".done") or f == "config.json":
                 os.remove(os.path.join(pipeline_dir(), f))
-    if os.path.exists(config_path):
+    markers = [f for f in os.listdir(pipeline_dir()) if f.endswith(".done")]
+    if markers and os.path.exists(config_path): # a scale matters only where a stage finished under it
         with open(config_path) as f:
             earlier = json.load(f)
         if earlier["scale"] != cfg.scale:
@@ -267,6 +272,9 @@ def run_pipeline(cfg, stages=None):
         if done:
             print(f"=== [{i + 1}/{len(stages)}] {st.name}: finished earlier ({done['seconds']} s), skipped")
             timings.append((st.name, done["seconds"], "earlier", done.get("peak_rss_mb")))
+            if st.name == cfg.stop_after: # the stage to stop after had finished: nothing after it runs either
+                print(f"=== stopped after {st.name} (--stop-after; it had finished earlier)")
+                break
             continue
         rerun = True
         if st.name == "report":  # the pipeline's own section, just before the report is stitched together
@@ -278,7 +286,7 @@ def run_pipeline(cfg, stages=None):
         peak = "" if peak_mb is None else f", peak RSS {peak_mb:,.0f} MB"
         print(f"=== {st.name} finished in {seconds:.1f} s{peak}", flush=True)
         if st.name == cfg.stop_after:
-            print(f"=== stopped after {st.name} (--stop-after); run the same command again to continue")
+            print(f"=== stopped after {st.name} (--stop-after); run it without --stop-after to continue")
             break
     print("\n" + _timing_table(timings))
     return timings
@@ -291,7 +299,7 @@ def main(argv=None):
         return write_transcript(cfg.device_type)
     try:
         return run_pipeline(cfg)
-    except StageFailed as e:
+    except (StageFailed, ValueError) as e: # a failed stage, or flags that do not fit the run (stage, scale)
         print(f"pipeline: {e}", file=sys.stderr)
         raise SystemExit(1)
 
