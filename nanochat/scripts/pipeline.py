@@ -261,7 +261,7 @@ def run_pipeline(cfg, stages=None):
         if earlier["scale"] != cfg.scale:
             raise ValueError(f"the finished stages under {pipeline_dir()} ran at --scale={earlier['scale']}; "
                              f"resume with that scale, or start over with --restart")
-    fresh = not any(finished(i, st) for i, st in enumerate(stages))
+    fresh = not markers # no stage of this base dir finished: a new run, with a new report
     if fresh:
         atomic_write(config_path, lambda f: json.dump({"scale": cfg.scale, "stages": names}, f), mode="w")
         get_report().reset()
