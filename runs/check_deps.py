@@ -21,12 +21,22 @@ def owner(mod):
 errors, lazy = [], []
 IMPORT = re.compile(r'^([ \t]*)(?:from|import)\s+(nanochat(?:\.\w+)+)', re.M)
 BY_NAME = re.compile(r"(?:run_torchrun\(\s*|patch\(\s*|['\"]-m['\"],\s*)['\"](nanochat(?:\.\w+)+)['\"]")
+# `from nanochat import a, b` (the modules a and b), the other names of `import nanochat.a, nanochat.b`, and
+# importlib.import_module("nanochat.a")
+FROM_PACKAGE = re.compile(r'^([ \t]*)from\s+nanochat\s+import\s+\(?([\w ,]+)', re.M)
+MORE_IMPORTS = re.compile(r'^([ \t]*)import\s+nanochat\.[\w.]+(?:\s+as\s+\w+)?((?:\s*,\s*nanochat\.[\w.]+(?:\s+as\s+\w+)?)+)', re.M)
+IMPORT_MODULE = re.compile(r"import_module\(\s*['\"](nanochat(?:\.\w+)+)['\"]")
 for p in nbs:
     me = os.path.basename(p)
     for c in json.load(open(p))['cells']:
         if c['cell_type'] != 'code': continue
         src = ''.join(c['source'])
         found = [(bool(indent), mod) for indent, mod in IMPORT.findall(src)] + [(False, mod) for mod in BY_NAME.findall(src)]
+        found += [(bool(indent), 'nanochat.' + name.strip().split()[0]) for indent, names in FROM_PACKAGE.findall(src)
+                  for name in names.split(',') if name.strip()]
+        found += [(bool(indent), mod) for indent, rest in MORE_IMPORTS.findall(src)
+                  for mod in re.findall(r'nanochat(?:\.\w+)+', rest)]
+        found += [(True, mod) for mod in IMPORT_MODULE.findall(src)]  # at run time, like a lazy import
         for is_lazy, mod in found:
             mod, ex = owner(mod)
             if ex is None or ex[:2] <= me[:2]: continue

@@ -7,7 +7,9 @@
 # Notebooks are committed without outputs. The pages get them from the test run: runs/nb_run.py (what runs/test.sh
 # runs instead of nbdev_test; same cells, IN_TEST=1) saves every notebook with its outputs in build/executed/.
 # Step 0 reuses those and executes, the nbdev_test way, only the notebooks changed since; a notebook
-# whose execution fails fails the build, named (its page is still built, with the outputs up to the failure).
+# whose execution fails fails the build, named (its page is still built, with the outputs up to the failure). A
+# notebook that did not change keeps its last run even if the package did since (a note names it; `python
+# runs/nb_run.py` runs it again): runs/test.sh runs every notebook just before it builds the docs.
 # NBDEV_WORKERS (default 2) sets the parallelism; DOCS_EXECUTE=0 executes nothing (a quick look: pages of notebooks
 # changed since their last run keep old outputs or none). The page "Differences from nanochat" is generated from the notebooks.
 #
@@ -26,7 +28,7 @@ mode=offline
 case "${1:-}" in
   "") ;;
   --quarto) mode=quarto ;;
-  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
   *) echo "usage: bash runs/docs.sh [--quarto]" >&2; exit 2 ;;
 esac
 

@@ -141,7 +141,7 @@ def generated_lines(tree):
 def lint_file(path, all_lines=False):
     "All findings of one file, as (line, problem), in line order."
     text = path.read_text(encoding="utf-8")
-    lines = text.splitlines()
+    lines = text.split('\n')  # not splitlines(): ast and tokenize count only '\n'
     try:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as e:

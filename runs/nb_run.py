@@ -150,7 +150,9 @@ def main(argv=None):
     p.add_argument('--out', default=str(OUT), help='where the executed notebooks and their status go')
     a = p.parse_args(argv)
     files = notebooks(a.path, a.ignore_fname)
-    if not files: return print('No files were eligible for testing')
+    if not files:  # a path or glob that matched nothing, or a .notest: nothing was tested, which is no pass
+        print('No files were eligible for testing', file=sys.stderr)
+        sys.exit(1)
     results = run_all(files, a.flags, a.n_workers, a.do_print, a.pause, a.out)
     passed, times = zip(*results)
     if all(passed): print("Success.")

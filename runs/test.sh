@@ -17,14 +17,17 @@ export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 passed=0; failed=0; failures=()
 ok()   { passed=$((passed+1)); echo "PASS: $1"; }
 bad()  { failed=$((failed+1)); failures+=("$1"); echo "FAIL: $1"; }
-dirty() { git status --porcelain -- nbs nanochat README.md | grep -v '^??.*\.ipynb_checkpoints' ; }
+# the contents of what differs from git, not only the names: a file already modified that the tools rewrite counts
+dirty() { { git diff -- nbs nanochat README.md
+            git ls-files --others --exclude-standard -- nbs nanochat | grep -v '\.ipynb_checkpoints' | while read -r f; do
+              sha1sum "$f"; done; } | sha1sum; }
 
 before=$(dirty)
-nbdev_clean >/dev/null 2>&1
-[ "$(dirty)" == "$before" ] && ok "nbdev_clean leaves git clean" || { bad "nbdev_clean changed notebooks"; git status --short -- nbs; }
+nbdev_clean >/dev/null 2>&1 && [ "$(dirty)" == "$before" ] && ok "nbdev_clean leaves git clean" \
+  || { bad "nbdev_clean failed or changed notebooks"; git status --short -- nbs; }
 before=$(dirty)
-nbdev_export >/dev/null 2>&1
-[ "$(dirty)" == "$before" ] && ok "nbdev_export leaves git clean" || { bad "package out of sync with notebooks"; git status --short -- nanochat; }
+nbdev_export >/dev/null 2>&1 && [ "$(dirty)" == "$before" ] && ok "nbdev_export leaves git clean" \
+  || { bad "nbdev_export failed or the package is out of sync with the notebooks"; git status --short -- nanochat; }
 python runs/readme.py --check && ok "README.md in sync with nbs/index.ipynb" || bad "README.md out of sync (run: python runs/readme.py)"
 python runs/check_deps.py && ok "no notebook imports from a later one" || bad "a notebook imports from a later one (runs/check_deps.py)"
 python runs/lint.py && ok "exported code: one statement per line, lines <= 120, no unused imports" || bad "lint (runs/lint.py)"

@@ -186,6 +186,10 @@ class WorkerPool:
         "Requests waiting for a worker"
         return sum(not w.done() for w in self.waiters)
 
+    def full(self, max_queue):
+        "Whether a request arriving now would wait behind `max_queue` others (with a worker free, none waits)"
+        return (not self.free or self.waiting > 0) and self.waiting >= max_queue
+
     async def acquire(self):
         "A free worker; when all are busy, wait behind every request that came earlier"
         if self.free and not self.waiters:
@@ -231,7 +235,7 @@ def produce_reply(worker, tokens, params, emit, stop):
     except Exception as e:
         logger.exception("generation failed")
         final = {'error': f"Generation failed: {type(e).__name__}: {e}"}
-    worker.requests += 1
+    worker.requests += 1 # a request this worker took: its reply finished, was stopped by its client, or failed
     worker.tokens += n
     logger.info(f"worker {worker.id}: {len(tokens)} prompt tokens -> {n} tokens in {time.time() - t0:.2f} s"
                 + (" (stopped: the client left)" if stop.is_set() else ""))
@@ -242,8 +246,13 @@ def sse(payload):
     "One server-sent event carrying a JSON payload"
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
-async def stream_completion(pool, tokens, params):
+async def stream_completion(pool, tokens, params, max_queue=None):
     "Server-sent events of one reply: wait for a worker, generate in a thread, forward each piece of text"
+    # checked again here, where the request joins the line: requests that arrived together all passed the check in
+    # chat_completions before any of them was waiting (this check and acquire run with no await between them)
+    if max_queue is not None and pool.full(max_queue):
+        yield sse({'error': f"The server is busy ({pool.waiting} requests waiting); try again later"})
+        return
     worker = await pool.acquire()  # a client that leaves while waiting gives up its place in line
     loop, events, stop = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
 
@@ -320,12 +329,12 @@ async def chat_completions(body: ChatRequest, request: Request):
     if room < 1:
         raise HTTPException(400, f"The conversation is {len(tokens)} tokens long; "
                                  f"the model's context is {pool.max_context}")
-    if pool.waiting >= cfg.max_queue:
+    if pool.full(cfg.max_queue):
         raise HTTPException(503, f"The server is busy ({pool.waiting} requests waiting); try again later")
     params = dict(temperature=cfg.temperature if body.temperature is None else body.temperature,
                   top_k=cfg.top_k if body.top_k is None else body.top_k,
                   max_tokens=min(body.max_tokens or cfg.max_tokens, room), seed=random.randint(0, 2**31 - 1))
-    return StreamingResponse(stream_completion(pool, tokens, params), media_type='text/event-stream',
+    return StreamingResponse(stream_completion(pool, tokens, params, cfg.max_queue), media_type='text/event-stream',
                              headers={'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no'})
 
 # %% ../../nbs/31_chat_web.ipynb #a9013d43
