@@ -155,6 +155,8 @@ def main(argv=None):
         sys.exit(1)
     results = run_all(files, a.flags, a.n_workers, a.do_print, a.pause, a.out)
     passed, times = zip(*results)
+    # the count runs/test.sh reads: what ran, not what `ls` finds (a .notest, a subfolder)
+    print(f"nb_run: {sum(passed)} passed, {len(files) - sum(passed)} failed of {len(files)} notebooks", flush=True)
     if all(passed): print("Success.")
     else:   # nbdev_test's words and layout: runs/test.sh counts the names under the fence
         failed = '\n\t'.join(f.name for ok, f in zip(passed, files) if not ok)

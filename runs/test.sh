@@ -51,6 +51,10 @@ t0=$(date +%s)
 python runs/nb_run.py --n_workers ${NBDEV_WORKERS:-2} --timing > /tmp/nbdev_test.log 2>&1; rc=$?
 cat /tmp/nbdev_test.log | tail -n 60
 nb_failed=$(sed -n '/Tests Failed On The Following Notebooks/,$p' /tmp/nbdev_test.log | grep -c '\.ipynb' || true)
+# nb_run's own count of what ran, when it got that far; without it (a crash) every notebook found counts, one failed
+if summary=$(grep -oE 'nb_run: [0-9]+ passed, [0-9]+ failed of [0-9]+' /tmp/nbdev_test.log | tail -n 1) && [ -n "$summary" ]; then
+  nbs=$(echo "$summary" | awk '{print $7}'); nb_failed=$(echo "$summary" | awk '{print $4}')
+fi
 if [ $rc -ne 0 ] && [ "$nb_failed" -eq 0 ]; then nb_failed=1; fi
 passed=$((passed + nbs - nb_failed)); failed=$((failed + nb_failed))
 [ "$nb_failed" -gt 0 ] && failures+=("$nb_failed notebook(s)")
