@@ -330,44 +330,38 @@ def weight_grad_uses_onednn(a, k):
     return _probed(a, a.numel() * k) and weight_grad_library(a.size(0), a.size(1), k) == 'onednn'
 
 # %% ../nbs/00_common.ipynb #0d1e2f47
-_other_probes = {} # name -> (the answers by shape, the key's length, the answers allowed): later modules' probes
+# the probes whose answers a checkpoint keeps: name -> (the answers by shape, the key's types, the answers allowed, the
+# layout an error names); a later module adds its own with register_shape_probe
+_shape_probes = {'linear': (_linear_shapes, (int, int, int, bool), ('onednn', 'blas'), '[rows, M, K, contiguous]'),
+                 'weight_grad': (_weight_grad_shapes, (int, int, int), ('onednn', 'blas'), '[rows, M, K]')}
 
 def register_shape_probe(name, shapes, n_key, answers):
     """Let a later module's per-shape probe (`shapes`: a dict from a key of `n_key` ints to one of `answers`) travel
     with `cpu_matmul_choices` and come back with `restore_cpu_matmul_choices` (the engine's column blocks do)"""
-    _other_probes[name] = (shapes, n_key, tuple(answers))
+    _shape_probes[name] = (shapes, (int,) * n_key, tuple(answers), f"{n_key} ints")
 
 def cpu_matmul_choices():
     """The answers this process's probes have given so far, JSON-friendly: {'linear': [[rows, M, K, contiguous,
     library], ...], 'weight_grad': [[rows, M, K, library], ...]} and any registered probe's [[*key, answer], ...].
     A checkpoint keeps them for a resumed run"""
-    choices = {'linear': [[*key, library] for key, library in sorted(_linear_shapes.items())],
-               'weight_grad': [[*key, library] for key, library in sorted(_weight_grad_shapes.items())]}
-    for name, (shapes, _, _) in _other_probes.items():
-        choices[name] = [[*key, answer] for key, answer in sorted(shapes.items())]
-    return choices
+    return {name: [[*key, answer] for key, answer in sorted(shapes.items())]
+            for name, (shapes, *_) in _shape_probes.items()}
 
 def restore_cpu_matmul_choices(choices):
     """Give the probes' answers in `choices` (`cpu_matmul_choices()` of an earlier process) instead of timing those
     shapes again; nothing changes if one entry is malformed"""
-    restored = {'linear': {}, 'weight_grad': {}}
-    for name, n_key, layout in (('linear', 4, 'rows, M, K, contiguous'), ('weight_grad', 3, 'rows, M, K')):
-        for entry in choices.get(name, []):
-            ints = isinstance(entry, list) and len(entry) == n_key + 1 and all(type(v) is int for v in entry[:3])
-            if not ints or entry[-1] not in ('onednn', 'blas') or (n_key == 4 and type(entry[3]) is not bool):
-                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not [{layout}, 'onednn' or 'blas']")
-            restored[name][tuple(entry[:-1])] = entry[-1]
-    for name, (_, n_key, answers) in _other_probes.items():
+    restored = {}
+    for name, (_, types, answers, layout) in _shape_probes.items():
         restored[name] = {}
         for entry in choices.get(name, []):
-            ints = isinstance(entry, list) and len(entry) == n_key + 1 and all(type(v) is int for v in entry[:n_key])
-            if not ints or entry[-1] not in answers or type(entry[-1]) is not type(answers[0]):
-                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not {n_key} ints and one of {answers}")
+            valid = (isinstance(entry, list) and len(entry) == len(types) + 1
+                     and all(type(v) is t for v, t in zip(entry, types))
+                     and entry[-1] in answers and type(entry[-1]) is type(answers[0]))
+            if not valid:
+                raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not {layout} and one of {answers}")
             restored[name][tuple(entry[:-1])] = entry[-1]
     # they win over this process's own timings: they are what the run being continued used
-    _linear_shapes.update(restored['linear'])
-    _weight_grad_shapes.update(restored['weight_grad'])
-    for name, (shapes, _, _) in _other_probes.items():
+    for name, (shapes, *_) in _shape_probes.items():
         shapes.update(restored[name])
 
 # %% ../nbs/00_common.ipynb #0d1e2f37

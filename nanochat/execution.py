@@ -117,9 +117,11 @@ def _guard_files(root):
         setattr(os, name, _path_checked(getattr(os, name), name, params, root))
     real_open, real_os_open = builtins.open, os.open
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    def open_(file, mode='r', *args, **kwargs):
+    def check_mode(file, mode): # open()'s and FileIO's rule: a path opened to write must lie inside root
         if not isinstance(file, int) and any(c in mode for c in 'wax+'):
             check_sandbox_path(file, root, follow=True, what='writing to')
+    def open_(file, mode='r', *args, **kwargs):
+        check_mode(file, mode)
         return real_open(file, mode, *args, **kwargs)
     def os_open(path, flags, *args, dir_fd=None, **kwargs):
         if flags & write_flags:
@@ -127,8 +129,7 @@ def _guard_files(root):
         return real_os_open(path, flags, *args, dir_fd=dir_fd, **kwargs)
     class FileIO(io.FileIO): # the raw file class that open() builds on, called directly
         def __init__(self, file, mode='r', *args, **kwargs):
-            if not isinstance(file, int) and any(c in mode for c in 'wax+'):
-                check_sandbox_path(file, root, follow=True, what='writing to')
+            check_mode(file, mode)
             super().__init__(file, mode, *args, **kwargs)
     import _io # the C module io re-exports: its names are another way in
     builtins.open = io.open = _io.open = open_

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['SAMPLE_PROMPTS', 'PHASES', 'OP_KINDS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps',
-           'get_num_iterations', 'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'setup', 'train_step',
-           'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save', 'due', 'train',
-           'report_training', 'main', 'profile_steps', 'count_step_flops']
+           'get_num_iterations', 'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'check_horizon', 'setup',
+           'train_step', 'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save',
+           'due', 'train', 'report_training', 'main', 'profile_steps', 'count_step_flops']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
 import os, sys, time, resource, functools
@@ -235,6 +235,12 @@ def _train_loader(run, cfg):
         run.tokenizer, cfg.device_batch_size, cfg.max_seq_len, split="train", device=run.device,
         resume_state_dict=run.consumed_state)
 
+def check_horizon(step, num_steps, resume_from_step, flags="--num-iterations"):
+    "Refuse a resume past the run's last step: its loop would never meet that step"
+    if step > num_steps:
+        raise ValueError(f"--resume-from-step={resume_from_step}: this run has {num_steps} steps; "
+                         f"set {flags} as the run that saved it had them")
+
 def setup(cfg):
     "Device, tokenizer, model, optimizers, data and horizon for a run of `cfg`"
     from nanochat.core_eval import check_core_crop
@@ -253,9 +259,7 @@ def setup(cfg):
     run.num_iterations = get_num_iterations(cfg, run.num_flops_per_token, run.num_params)
     meta = resume[2] if resume else None
     run.state = LoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"]) if meta else LoopState()
-    if run.state.step > run.num_iterations: # past the horizon: the loop would never meet its last step
-        raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
-                         f"set --num-iterations as the run that saved it had them")
+    check_horizon(run.state.step, run.num_iterations, cfg.resume_from_step)
     if meta:  # this rank's own exact position if the world size is unchanged, else nanochat's approximate one
         per_rank = meta.get("dataloader_state_dicts") or []
         run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else meta["dataloader_state_dict"]

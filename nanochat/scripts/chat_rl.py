@@ -16,7 +16,7 @@ import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
                              asdict_config, get_wandb, in_notebook, round_up)
 from ..engine import rows_per_prompt
-from .base_train import due
+from .base_train import due, check_horizon
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -230,9 +230,7 @@ def setup(cfg, train_task=None, val_task=None):
             opt.load_state_dict(opt_state)
         run.optimizer_states = None  # free the checkpoint tensors
         run.state = RLState(**meta["loop_state"], step=meta["step"])
-        if run.state.step > run.num_steps: # past the horizon: the loop would never meet its last step
-            raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_steps} steps; "
-                             f"set --num-iterations (or --num-epochs) as the run that saved it had them")
+        check_horizon(run.state.step, run.num_steps, cfg.resume_from_step, "--num-iterations (or --num-epochs)")
         run.resume_matmul_choices(meta)  # before any product: it rounds as the run it continues
     else:
         run.state = RLState()

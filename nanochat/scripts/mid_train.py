@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
                              parse_config, asdict_config, get_wandb, in_notebook)
-from .base_train import LoopState, get_grad_accum_steps, peak_memory_mb, due
+from .base_train import LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon
 
 # %% ../../nbs/27_mid_train.ipynb #bd255f1f
 @dataclass
@@ -220,9 +220,8 @@ def setup(cfg, datasets=None):
     run.state = MidLoopState()
     if meta:
         run.state = MidLoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"])
-        if 0 < run.num_iterations < run.state.step: # past the horizon: the loop would never meet its last step
-            raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
-                             f"set --num-iterations as the run that saved it had them")
+        if run.num_iterations > 0: # else one epoch: the loop ends when the packer has used it up
+            check_horizon(run.state.step, run.num_iterations, cfg.resume_from_step)
     run.consumed_state = None  # the loader state after the last batch trained on
     if meta:  # this rank's own position (the loader falls back to an approximate one under another world size)
         per_rank = meta["dataloader_state_dicts"]
