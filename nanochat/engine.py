@@ -254,7 +254,8 @@ class LeanDecoder:
     def weights(self, batch_size):
         """The matmul weights packed for `batch_size` rows and this process's thread count, packed again when any
         parameter changed (RL trains between)"""
-        layout = 'kn' if batch_size == 1 and not self.compile else 'nk' # compiled: 'nk' at every batch (see there)
+        # compiled at batch 1: 'nk' on more threads (inductor's kernel shares the rows out), 'kn' on one (see there)
+        layout = 'kn' if batch_size == 1 and (not self.compile or torch.get_num_threads() == 1) else 'nk'
         threads = 1 if self.compile else torch.get_num_threads() # eagerly, products are cut into a block per thread
         versions = [(p.data_ptr(), p._version) for p in self.model.parameters()] # in-place updates bump _version
         if self.packed is None or self.packed[:2] != (layout, (threads, versions)):
@@ -267,7 +268,7 @@ class LeanDecoder:
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
             width = column_width(*w.shape)
-            if layout == 'kn' and threads == 1 and self.column_blocks is not False and width:
+            if layout == 'kn' and threads == 1 and not self.compile and self.column_blocks is not False and width:
                 if self.column_blocks or column_blocks_pay(*w.shape):
                     return ColumnBlocks(w, width)
             return pack_weight(w, layout, threads)
