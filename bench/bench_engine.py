@@ -14,7 +14,8 @@ Per depth it reports, with wall-clock and CPU rates (tokens per CPU-second of al
 of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
     engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine;
-               at batch 1 on one thread, some products as column blocks summed by embedding_bag: the run prints which)
+               at batch 1 on one thread, some products as column blocks summed by embedding_bag, elsewhere some as
+               F.linear where a probe finds that faster: the run prints which)
     compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length and a batch above 1
                the only symbols: one graph for batch 1 and one for larger batches, compiled before timing for the
                row's thread count; the compile time is printed)
@@ -46,7 +47,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from nanochat.engine import Engine, KVCache, RowState, _column_blocks_shapes
+from nanochat.engine import Engine, KVCache, RowState, _column_blocks_shapes, _linear_rows_shapes
 from nanochat.tokenizer import SPECIAL_TOKENS
 import bench_gpt  # bench/ is on sys.path when a bench script runs
 from bench_train import cpu_report, check_inductor_cache, nanochat_linear
@@ -215,9 +216,14 @@ def main():
             ref = [c for c, _ in reference_generate(engine, prompt, batch, args.new_tokens, 0.0, None)]
             same = {name: [c for c, _ in e.generate(prompt, num_samples=batch, **greedy)] == ref
                     for name, e in (('engine', engine), ('compiled', compiled))}
+            # which of the engine's products the probe left as F.linear at this batch kind and thread count
+            asked = {(o, i): v for (o, i, b, t), v in _linear_rows_shapes.items()
+                     if b == (1 if batch == 1 else 8) and t == threads and c.n_embd in (o, i)}
+            rows_said = ("; eager products as F.linear (12_engine's probe): "
+                         + (", ".join(f"{o}x{i}" for (o, i), v in asked.items() if v) or "none")) if asked else ""
             print(f"batch {batch}, {threads} thread(s): compiled the decode step in {compile_s:.0f} s; temperature 0: "
                   + ", ".join(f"{name} tokens {'identical to' if ok else 'DIFFER from'} the reference loop's"
-                              for name, ok in same.items()))
+                              for name, ok in same.items()) + rows_said)
             methods = {
                 'engine': (lambda: engine.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
                 'compiled': (lambda: compiled.generate(prompt, num_samples=batch, **gen_kw), args.repeats),

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'lean_step', 'ColumnBlocks', 'column_width',
-           'time_column_blocks', 'column_blocks_pay', 'input_slices', 'pack_weight', 'LeanDecoder', 'sample_next_token',
-           'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity',
-           'mark_symbols', 'compiled']
+           'time_packings', 'plain_product', 'time_column_blocks', 'column_blocks_pay', 'input_slices', 'pack_weight',
+           'LinearRows', 'linear_rows_pay', 'LeanDecoder', 'sample_next_token', 'use_calculator', 'RowState', 'Engine',
+           'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity', 'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -89,7 +89,7 @@ def ensure_room(self: KVCache, num_tokens, max_len=None):
 # %% ../nbs/12_engine.ipynb #b9b67119
 def _matmul(x, w, layout):
     "x (B, in) times a packed weight: (B, out)"
-    if isinstance(w, ColumnBlocks): # batch 1, one thread, where the probe found the blocks faster
+    if isinstance(w, (ColumnBlocks, LinearRows)): # where a probe found them faster: see _pack
         return w(x)
     if w.dim() == 3: # w is (pieces, in / pieces, out): one block of w's rows per thread
         xs = x.reshape(x.size(0), w.size(0), -1).transpose(0, 1) # (pieces, B, in / pieces): each block's inputs
@@ -188,28 +188,39 @@ _column_blocks_shapes = {} # (out, in) -> whether ColumnBlocks ran faster: each 
 # a checkpoint keeps the answers, as it keeps the matmul libraries': the two packings round differently
 register_shape_probe('column_blocks', _column_blocks_shapes, 2, (True, False))
 
-def time_column_blocks(out, in_features, stream_bytes=2**23):
-    """Seconds per batch-1 product with a weight (out, in) on one thread: (the plain packing's (`pack_weight`),
-    ColumnBlocks'). Timed the way a decode step meets its weights, out of the core's own cache: over copies of
-    `stream_bytes` or more, the two taking turns, best of 5"""
+def time_packings(out, in_features, packings, batch=1, stream_bytes=2**23):
+    """Seconds per product of `batch` rows with a weight (out, in) in each of `packings` (functions: a weight ->
+    its product, x -> x @ W.T). Timed the way a decode step meets its weights, out of the core's own cache: over
+    copies of `stream_bytes` or more, the packings taking turns, best of 5"""
     g = torch.Generator().manual_seed(0)
     copies = max(2, -(-stream_bytes // (4 * out * in_features)))
     ws = [torch.randn(out, in_features, generator=g) for _ in range(copies)]
-    x = torch.randn(1, in_features, generator=g)
-    plain = [pack_weight(w, 'kn') for w in ws]
-    blocks = [ColumnBlocks(w, column_width(out, in_features)) for w in ws]
+    x = torch.randn(batch, in_features, generator=g)
+    products = [[pack(w) for w in ws] for pack in packings] # per packing, one product per copy
     del ws
-    best = {False: float('inf'), True: float('inf')}
+    best = [float('inf')] * len(packings)
     with torch.inference_mode():
         for round_ in range(6): # round 0 warms up
-            for use_blocks, products in ((False, [functools.partial(_matmul, x, w, 'kn') for w in plain]),
-                                         (True, [functools.partial(b, x) for b in blocks])):
+            for i, copies_of_one in enumerate(products):
                 t0 = time.perf_counter()
-                for product in products:
-                    product()
+                for product in copies_of_one:
+                    product(x)
                 if round_ > 0:
-                    best[use_blocks] = min(best[use_blocks], time.perf_counter() - t0)
-    return best[False] / copies, best[True] / copies
+                    best[i] = min(best[i], time.perf_counter() - t0)
+    return [b / copies for b in best]
+
+def plain_product(layout, threads=1):
+    "A weight -> its product in the plain packing (`pack_weight`) for `layout` on `threads` threads"
+    def pack(w):
+        packed = pack_weight(w, layout, threads)
+        return lambda x: _matmul(x, packed, layout)
+    return pack
+
+def time_column_blocks(out, in_features):
+    """Seconds per batch-1 product with a weight (out, in) on one thread: (the plain packing's, ColumnBlocks')"""
+    width = column_width(out, in_features)
+    plain, blocks = time_packings(out, in_features, [plain_product('kn'), lambda w: ColumnBlocks(w, width)])
+    return plain, blocks
 
 def column_blocks_pay(out, in_features, ratio=1.05):
     "Whether ColumnBlocks ran `ratio` x faster than the plain packing for a weight (out, in): timed once per process"
@@ -241,6 +252,29 @@ def pack_weight(w, layout, threads=1):
         return w.detach().t() # nn.Linear's rows seen as (in, out): x @ w takes a dot product per output
     return w.t().contiguous() # (in, out): x @ w adds up its rows, each scaled by an input
 
+class LinearRows:
+    "A weight kept as nn.Linear's (out, in) rows and multiplied as nn.Linear does, `F.linear`: MKL's own product"
+    def __init__(self, w):
+        self.w = w.detach()
+
+    def __call__(self, x):
+        "x (B, in) times the weight: (B, out)"
+        return F.linear(x, self.w)
+
+_linear_rows_shapes = {} # (out, in, batch, threads) -> whether F.linear ran faster than the plain packing
+register_shape_probe('linear_rows', _linear_rows_shapes, 4, (True, False)) # kept by a checkpoint, as above
+
+def linear_rows_pay(out, in_features, layout, threads, ratio=1.05):
+    """Whether `F.linear` over nn.Linear's rows ran `ratio` x faster than the plain packing for a weight (out, in):
+    at batch 1 ('kn') or 8 ('nk', every batch above 1), on `threads` threads (the process's now); timed once per
+    process"""
+    batch = 1 if layout == 'kn' else 8
+    key = (out, in_features, batch, threads)
+    if key not in _linear_rows_shapes:
+        plain, rows = time_packings(out, in_features, [plain_product(layout, threads), LinearRows], batch)
+        _linear_rows_shapes[key] = plain >= ratio * rows
+    return _linear_rows_shapes[key]
+
 # %% ../nbs/12_engine.ipynb #b9b6711e
 class LeanDecoder:
     "Single-token decode steps for a GPT on the CPU: model.forward's arithmetic in fewer, bigger operators"
@@ -249,6 +283,7 @@ class LeanDecoder:
         self.compile = compile # run lean_step compiled (see "Compiled decoding")
         self.packed = None # (layout, (threads, parameter versions), wte, layers, lm_head): one packing kept at a time
         self.column_blocks = None # batch 1, one thread: ColumnBlocks where the probe finds them faster (None), or not
+        self.linear_rows = None # eagerly: LinearRows where the probe finds F.linear faster (None), always, or never
 
     @torch.no_grad()
     def weights(self, batch_size):
@@ -271,6 +306,10 @@ class LeanDecoder:
             if layout == 'kn' and threads == 1 and not self.compile and self.column_blocks is not False and width:
                 if self.column_blocks or column_blocks_pay(*w.shape):
                     return ColumnBlocks(w, width)
+            # eager only (a graph has its own products); unasked for one thread's batch-1 copy, MKL's best layout
+            probe = self.linear_rows is None and (layout == 'nk' or threads > 1)
+            if not self.compile and (self.linear_rows or probe and linear_rows_pay(*w.shape, layout, threads)):
+                return LinearRows(w)
             return pack_weight(w, layout, threads)
         m = self.model
         layers = []
