@@ -337,7 +337,7 @@ _shape_probes = {'linear': (_linear_shapes, (int, int, int, bool), ('onednn', 'b
 
 def register_shape_probe(name, shapes, n_key, answers):
     """Let a later module's per-shape probe (`shapes`: a dict from a key of `n_key` ints to one of `answers`) travel
-    with `cpu_matmul_choices` and come back with `restore_cpu_matmul_choices` (the engine's column blocks do)"""
+    with `cpu_matmul_choices` and come back with `restore_cpu_matmul_choices` (the engine's two probes do)"""
     _shape_probes[name] = (shapes, (int,) * n_key, tuple(answers), f"{n_key} ints")
 
 def cpu_matmul_choices():
