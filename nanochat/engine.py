@@ -4,9 +4,10 @@
 
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'lean_step', 'ColumnBlocks', 'column_width',
-           'time_packings', 'plain_product', 'time_column_blocks', 'column_blocks_pay', 'input_slices', 'pack_weight',
-           'LinearRows', 'linear_rows_pay', 'LeanDecoder', 'sample_next_token', 'use_calculator', 'RowState', 'Engine',
-           'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity', 'mark_symbols', 'compiled']
+           'time_packings', 'plain_product', 'time_column_blocks', 'faster_than_plain', 'column_blocks_pay',
+           'input_slices', 'pack_weight', 'LinearRows', 'linear_rows_pay', 'LeanDecoder', 'sample_next_token',
+           'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity',
+           'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -222,13 +223,18 @@ def time_column_blocks(out, in_features):
     plain, blocks = time_packings(out, in_features, [plain_product('kn'), lambda w: ColumnBlocks(w, width)])
     return plain, blocks
 
+def faster_than_plain(shapes, key, timings, ratio):
+    """`shapes[key]`: whether the second of `timings()`'s (plain seconds, other seconds) was `ratio` x faster, timed on
+    the first question per process (or given back by a checkpoint)"""
+    if key not in shapes:
+        plain, other = timings()
+        shapes[key] = plain >= ratio * other
+    return shapes[key]
+
 def column_blocks_pay(out, in_features, ratio=1.05):
     "Whether ColumnBlocks ran `ratio` x faster than the plain packing for a weight (out, in): timed once per process"
-    key = (out, in_features)
-    if key not in _column_blocks_shapes:
-        plain, blocks = time_column_blocks(out, in_features)
-        _column_blocks_shapes[key] = plain >= ratio * blocks
-    return _column_blocks_shapes[key]
+    return faster_than_plain(_column_blocks_shapes, (out, in_features), lambda: time_column_blocks(out, in_features),
+                             ratio)
 
 def input_slices(in_features, out, threads, min_weights=2**15):
     """Into how many blocks of its `in_features` rows a product is cut on `threads` threads: one per thread, each of
@@ -269,11 +275,8 @@ def linear_rows_pay(out, in_features, layout, threads, ratio=1.05):
     at batch 1 ('kn') or 8 ('nk', every batch above 1), on `threads` threads (the process's now); timed once per
     process"""
     batch = 1 if layout == 'kn' else 8
-    key = (out, in_features, batch, threads)
-    if key not in _linear_rows_shapes:
-        plain, rows = time_packings(out, in_features, [plain_product(layout, threads), LinearRows], batch)
-        _linear_rows_shapes[key] = plain >= ratio * rows
-    return _linear_rows_shapes[key]
+    timings = lambda: time_packings(out, in_features, [plain_product(layout, threads), LinearRows], batch)
+    return faster_than_plain(_linear_rows_shapes, (out, in_features, batch, threads), timings, ratio)
 
 # %% ../nbs/12_engine.ipynb #b9b6711e
 class LeanDecoder:
@@ -302,13 +305,15 @@ class LeanDecoder:
         "Per layer: c_q, c_k, c_v stacked; c_proj; ve_gate; c_fc; the MLP's c_proj. And lm_head cut to the vocabulary"
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
+            if self.compile: # the graph has its own products: no probe is asked
+                return pack_weight(w, layout, threads)
             width = column_width(*w.shape)
-            if layout == 'kn' and threads == 1 and not self.compile and self.column_blocks is not False and width:
+            if layout == 'kn' and threads == 1 and self.column_blocks is not False and width:
                 if self.column_blocks or column_blocks_pay(*w.shape):
                     return ColumnBlocks(w, width)
-            # eager only (a graph has its own products); unasked for one thread's batch-1 copy, MKL's best layout
+            # F.linear is not asked about for one thread's batch-1 copy: MKL's best layout there
             probe = self.linear_rows is None and (layout == 'nk' or threads > 1)
-            if not self.compile and (self.linear_rows or probe and linear_rows_pay(*w.shape, layout, threads)):
+            if self.linear_rows or probe and linear_rows_pay(*w.shape, layout, threads):
                 return LinearRows(w)
             return pack_weight(w, layout, threads)
         m = self.model
