@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'lean_step', 'ColumnBlocks', 'column_width',
            'time_packings', 'plain_product', 'time_column_blocks', 'faster_than_plain', 'column_blocks_pay',
-           'input_slices', 'pack_weight', 'LinearRows', 'linear_rows_pay', 'LeanDecoder', 'sample_next_token',
-           'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity',
-           'mark_symbols', 'compiled']
+           'input_slices', 'pack_weight', 'LinearRows', 'batch_copy_pays', 'linear_rows_pay', 'LeanDecoder',
+           'sample_next_token', 'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step',
+           'cache_capacity', 'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -97,6 +97,8 @@ def _matmul(x, w, layout):
         return torch.bmm(xs, w).sum(0) # each block's partial sums, added: (B, out)
     if layout == 'kn':
         return x @ w # w is (in, out): a copy whose rows x weighs, or nn.Linear's rows seen transposed (see _pack)
+    if w.stride(-1) != 1: # above batch 1, an (in, out) copy seen as (out, in) (`batch_copy_pays`)
+        return x @ w.t() # x @ W adds up the copy's rows, each row of x its own weights
     if x.size(0) == 1 and torch.compiler.is_compiling():
         return (w * x).sum(dim=-1)[None] # inductor's own matrix-vector kernel: it shares w's rows out over threads
     y = (w @ x.t()).t() # w is (out, in): the weight is the big operand, shared out over threads
@@ -210,10 +212,10 @@ def time_packings(out, in_features, packings, batch=1, stream_bytes=2**23):
                     best[i] = min(best[i], time.perf_counter() - t0)
     return [b / copies for b in best]
 
-def plain_product(layout, threads=1):
+def plain_product(layout, threads=1, copy=False):
     "A weight -> its product in the plain packing (`pack_weight`) for `layout` on `threads` threads"
     def pack(w):
-        packed = pack_weight(w, layout, threads)
+        packed = pack_weight(w, layout, threads, copy)
         return lambda x: _matmul(x, packed, layout)
     return pack
 
@@ -244,8 +246,11 @@ def input_slices(in_features, out, threads, min_weights=2**15):
         pieces -= 1
     return max(pieces, 1)
 
-def pack_weight(w, layout, threads=1):
-    "A weight (out, in) as the plain packing lays it out for `layout` ('kn': batch 1, 'nk': above) on `threads` threads"
+def pack_weight(w, layout, threads=1, copy=False):
+    """A weight (out, in) as the plain packing lays it out for `layout` ('kn': batch 1, 'nk': above) on `threads`
+    threads; `copy`: above batch 1, an (in, out) copy instead of nn.Linear's rows (`batch_copy_pays`)"""
+    if layout == 'nk' and copy:
+        return w.t().contiguous().t() # (out, in) seen over an (in, out) copy: _matmul multiplies it as x @ W
     pieces = input_slices(w.size(1), w.size(0), threads)
     tall = w.size(1) > w.size(0) # more inputs than outputs: the MLP's c_proj
     if pieces > 1 and (layout == 'kn' or tall):
@@ -267,6 +272,17 @@ class LinearRows:
         "x (B, in) times the weight: (B, out)"
         return F.linear(x, self.w)
 
+_batch_copy_shapes = {} # (out, in, threads) -> whether the (in, out) copy ran faster than W @ x.T above batch 1
+register_shape_probe('batch_copy', _batch_copy_shapes, 3, (True, False)) # kept by a checkpoint, as above
+
+def batch_copy_pays(out, in_features, threads, ratio=1.05):
+    """Whether, above batch 1 on `threads` threads (the process's now), x @ W over an (in, out) copy of a weight (out,
+    in) ran `ratio` x faster than W @ x.T over nn.Linear's rows (the plain packing before it): timed at batch 8, once
+    per process"""
+    packings = [plain_product('nk', threads), plain_product('nk', threads, copy=True)]
+    timings = lambda: time_packings(out, in_features, packings, batch=8)
+    return faster_than_plain(_batch_copy_shapes, (out, in_features, threads), timings, ratio)
+
 _linear_rows_shapes = {} # (out, in, batch, threads) -> whether F.linear ran faster than the plain packing
 register_shape_probe('linear_rows', _linear_rows_shapes, 4, (True, False)) # kept by a checkpoint, as above
 
@@ -275,7 +291,8 @@ def linear_rows_pay(out, in_features, layout, threads, ratio=1.05):
     at batch 1 ('kn') or 8 ('nk', every batch above 1), on `threads` threads (the process's now); timed once per
     process"""
     batch = 1 if layout == 'kn' else 8
-    timings = lambda: time_packings(out, in_features, [plain_product(layout, threads), LinearRows], batch)
+    copy = batch > 1 and batch_copy_pays(out, in_features, threads) # the plain packing this batch would get
+    timings = lambda: time_packings(out, in_features, [plain_product(layout, threads, copy), LinearRows], batch)
     return faster_than_plain(_linear_rows_shapes, (out, in_features, batch, threads), timings, ratio)
 
 # %% ../nbs/12_engine.ipynb #b9b6711e
@@ -284,9 +301,10 @@ class LeanDecoder:
     def __init__(self, model, compile=False):
         self.model = model
         self.compile = compile # run lean_step compiled (see "Compiled decoding")
-        self.packed = None # (layout, (threads, parameter versions), wte, layers, lm_head): one packing kept at a time
+        self.packed = None # (layout, (threads, batched, parameter versions), wte, layers, lm_head): one at a time
         self.column_blocks = None # batch 1, one thread: ColumnBlocks where the probe finds them faster (None), or not
         self.linear_rows = None # eagerly: LinearRows where the probe finds F.linear faster (None), always, or never
+        self.batch_copy = None # above batch 1: (in, out) copies where the probe finds them faster (None), always, never
 
     @torch.no_grad()
     def weights(self, batch_size):
@@ -295,18 +313,22 @@ class LeanDecoder:
         # compiled at batch 1: 'nk' on more threads (inductor's kernel shares the rows out), 'kn' on one (see there)
         layout = 'kn' if batch_size == 1 and (not self.compile or torch.get_num_threads() == 1) else 'nk'
         threads = 1 if self.compile else torch.get_num_threads() # eagerly, products are cut into a block per thread
+        batched = batch_size > 1 # 'nk' serves both a compiled batch 1 and every larger batch: not the same packing
         versions = [(p.data_ptr(), p._version) for p in self.model.parameters()] # in-place updates bump _version
-        if self.packed is None or self.packed[:2] != (layout, (threads, versions)):
+        if self.packed is None or self.packed[:2] != (layout, (threads, batched, versions)):
             self.packed = None # the old packing goes before the new one is made: one in memory at a time
-            self.packed = (layout, (threads, versions)) + self._pack(layout, threads)
+            self.packed = (layout, (threads, batched, versions)) + self._pack(layout, threads, batched)
         return self.packed
 
-    def _pack(self, layout, threads=1):
+    def _pack(self, layout, threads=1, batched=False):
         "Per layer: c_q, c_k, c_v stacked; c_proj; ve_gate; c_fc; the MLP's c_proj. And lm_head cut to the vocabulary"
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
-            if self.compile: # the graph has its own products: no probe is asked
-                return pack_weight(w, layout, threads)
+            # above batch 1, the copy where the probe finds it faster: compiled too (its graph calls the same products)
+            probe_copy = batched and self.batch_copy is None
+            copy = batched and (self.batch_copy or probe_copy and batch_copy_pays(*w.shape, torch.get_num_threads()))
+            if self.compile: # the graph has its own products: no other probe is asked
+                return pack_weight(w, layout, threads, copy)
             width = column_width(*w.shape)
             if layout == 'kn' and threads == 1 and self.column_blocks is not False and width:
                 if self.column_blocks or column_blocks_pay(*w.shape):
@@ -315,7 +337,7 @@ class LeanDecoder:
             probe = self.linear_rows is None and (layout == 'nk' or threads > 1)
             if self.linear_rows or probe and linear_rows_pay(*w.shape, layout, threads):
                 return LinearRows(w)
-            return pack_weight(w, layout, threads)
+            return pack_weight(w, layout, threads, copy)
         m = self.model
         layers = []
         for i, block in enumerate(m.transformer.h):
