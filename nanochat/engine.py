@@ -325,8 +325,8 @@ class LeanDecoder:
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
             # above batch 1, the copy where the probe finds it faster: compiled too (its graph calls the same products)
-            probe_copy = batched and self.batch_copy is None
-            copy = batched and (self.batch_copy or probe_copy and batch_copy_pays(*w.shape, torch.get_num_threads()))
+            copy = batched and self.batch_copy is not False and (
+                self.batch_copy or batch_copy_pays(*w.shape, torch.get_num_threads()))
             if self.compile: # the graph has its own products: no other probe is asked
                 return pack_weight(w, layout, threads, copy)
             width = column_width(*w.shape)
