@@ -335,21 +335,28 @@ def weight_grad_uses_onednn(a, k):
 _shape_probes = {'linear': (_linear_shapes, (int, int, int, bool), ('onednn', 'blas'), '[rows, M, K, contiguous]'),
                  'weight_grad': (_weight_grad_shapes, (int, int, int), ('onednn', 'blas'), '[rows, M, K]')}
 
+_pending_choices = {} # restored answers of probes whose module is not imported yet: name -> [[*key, answer], ...]
+
 def register_shape_probe(name, shapes, n_key, answers):
     """Let a later module's per-shape probe (`shapes`: a dict from a key of `n_key` ints to one of `answers`) travel
-    with `cpu_matmul_choices` and come back with `restore_cpu_matmul_choices` (the engine's two probes do)"""
+    with `cpu_matmul_choices` and come back with `restore_cpu_matmul_choices` (the engine's probes do)"""
     _shape_probes[name] = (shapes, (int,) * n_key, tuple(answers), f"{n_key} ints")
+    if name in _pending_choices: # restored before this module was imported: a resumed run may import it later
+        restore_cpu_matmul_choices({name: _pending_choices.pop(name)})
 
 def cpu_matmul_choices():
     """The answers this process's probes have given so far, JSON-friendly: {'linear': [[rows, M, K, contiguous,
     library], ...], 'weight_grad': [[rows, M, K, library], ...]} and any registered probe's [[*key, answer], ...].
-    A checkpoint keeps them for a resumed run"""
-    return {name: [[*key, answer] for key, answer in sorted(shapes.items())]
-            for name, (shapes, *_) in _shape_probes.items()}
+    A checkpoint keeps them for a resumed run, restored ones of a probe not imported yet included"""
+    choices = {name: list(entries) for name, entries in _pending_choices.items()}
+    choices.update({name: [[*key, answer] for key, answer in sorted(shapes.items())]
+                    for name, (shapes, *_) in _shape_probes.items()})
+    return choices
 
 def restore_cpu_matmul_choices(choices):
     """Give the probes' answers in `choices` (`cpu_matmul_choices()` of an earlier process) instead of timing those
-    shapes again; nothing changes if one entry is malformed"""
+    shapes again; nothing changes if one entry is malformed. A probe not registered yet (its module not imported)
+    gets its answers when it registers"""
     restored = {}
     for name, (_, types, answers, layout) in _shape_probes.items():
         restored[name] = {}
@@ -360,9 +367,14 @@ def restore_cpu_matmul_choices(choices):
             if not valid:
                 raise ValueError(f"CPU matmul choices, {name!r}: {entry!r} is not {layout} and one of {answers}")
             restored[name][tuple(entry[:-1])] = entry[-1]
+    pending = {name: entries for name, entries in choices.items() if name not in _shape_probes} # checked on arrival
+    for name, entries in pending.items():
+        if not (isinstance(entries, list) and all(isinstance(entry, list) for entry in entries)):
+            raise ValueError(f"CPU matmul choices, {name!r}: {entries!r} is not a list of entries")
     # they win over this process's own timings: they are what the run being continued used
     for name, (shapes, *_) in _shape_probes.items():
         shapes.update(restored[name])
+    _pending_choices.update(pending)
 
 # %% ../nbs/00_common.ipynb #0d1e2f37
 ONEDNN_CACHE_CAPACITY = 128 # kernels (primitives) each of oneDNN's two caches keeps; its default: 1,024

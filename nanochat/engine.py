@@ -135,11 +135,13 @@ def _attend_last_sums(q, keys, values, left, pad=None):
 def lean_step(ids, cos_sin, keys, values, wte, layers, lm_head, layout, n_head, window_sizes, pad=None):
     """Logits (B, vocab) for one new token per row, ids (B, 1). Per layer, `keys` and `values` are views (B, P, H_kv, D)
     of the cache up to and including the new position, whose row P - 1 this step writes; cos_sin is that position's
-    rotary row (one per row where `pad` gives rows their own positions). Tensors and constants only, and the position
-    only as a size (P): `torch.compile` traces it once"""
+    rotary row (one per row where `pad` gives rows their own positions). `wte`: the token table, or the model's
+    embedding module where tokens are built from their prefixes (the LZ78 branch's `embedding_mode`). Tensors,
+    constants and that module only, and the position only as a size (P): `torch.compile` traces it once"""
     B = ids.size(0)
     H, H_kv, D = n_head, keys[0].size(2), keys[0].size(3)
-    x = norm(F.embedding(ids, wte).view(B, -1)) # (B, C)
+    emb = F.embedding(ids, wte) if torch.is_tensor(wte) else wte(ids) # (B, 1, C)
+    x = norm(emb.view(B, -1)) # (B, C)
     x0 = x
     for i, w in enumerate(layers):
         x = w['resid_lambda'] * x + w['x0_lambda'] * x0
@@ -301,7 +303,7 @@ class LeanDecoder:
     def __init__(self, model, compile=False):
         self.model = model
         self.compile = compile # run lean_step compiled (see "Compiled decoding")
-        self.packed = None # (layout, (threads, batched, parameter versions), wte, layers, lm_head): one at a time
+        self.packed = None # (layout, (threads, batched, versions, forced), wte, layers, lm_head): one at a time
         self.column_blocks = None # batch 1, one thread: ColumnBlocks where the probe finds them faster (None), or not
         self.linear_rows = None # eagerly: LinearRows where the probe finds F.linear faster (None), always, or never
         self.batch_copy = None # above batch 1: (in, out) copies where the probe finds them faster (None), always, never
@@ -314,10 +316,13 @@ class LeanDecoder:
         layout = 'kn' if batch_size == 1 and (not self.compile or torch.get_num_threads() == 1) else 'nk'
         threads = 1 if self.compile else torch.get_num_threads() # eagerly, products are cut into a block per thread
         batched = batch_size > 1 # 'nk' serves both a compiled batch 1 and every larger batch: not the same packing
-        versions = [(p.data_ptr(), p._version) for p in self.model.parameters()] # in-place updates bump _version
-        if self.packed is None or self.packed[:2] != (layout, (threads, batched, versions)):
+        # in-place updates bump _version (a model built under inference_mode has none: it is packed once)
+        versions = [(p.data_ptr(), None if p.is_inference() else p._version) for p in self.model.parameters()]
+        forced = (self.column_blocks, self.linear_rows, self.batch_copy) # a choice set after packing packs again
+        key = (threads, batched, versions, forced)
+        if self.packed is None or self.packed[:2] != (layout, key):
             self.packed = None # the old packing goes before the new one is made: one in memory at a time
-            self.packed = (layout, (threads, batched, versions)) + self._pack(layout, threads, batched)
+            self.packed = (layout, key) + self._pack(layout, threads, batched)
         return self.packed
 
     def _pack(self, layout, threads=1, batched=False):
@@ -349,7 +354,9 @@ class LeanDecoder:
                                gate=gate, gate_channels=attn.ve_gate_channels, value_embed=value_embed,
                                proj=pack(attn.c_proj.weight), fc=pack(mlp.c_fc.weight),
                                fc_proj=pack(mlp.c_proj.weight)))
-        return m.transformer.wte.weight.detach(), layers, pack(m.lm_head.weight[:m.config.vocab_size])
+        # the token table, or the module that builds tokens from their prefixes (LZ78's embedding modes): no copy
+        wte = m.transformer.wte.weight.detach() if m.config.embedding_mode == 'flat' else m.transformer.wte
+        return wte, layers, pack(m.lm_head.weight[:m.config.vocab_size])
 
     @torch.inference_mode()
     def step(self, ids, kv_cache, packed, pad=None):
@@ -656,11 +663,14 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
     rng = torch.Generator(device=device)
     rng.manual_seed(seed)
     end = max(len(p) for p in prompts) # every prompt ends at this cache position
-    room = self.max_positions() - end # as in generate: the longest prompt fills the rotary table first
-    max_tokens = room if max_tokens is None else min(max_tokens, room)
+    limit = self.max_positions() # as in generate: the longest prompt fills the rotary table first
+    grow = max_tokens is None
+    max_tokens = limit - end if grow else min(max_tokens, limit - end)
+    # without max_tokens the cache starts at sequence_len more positions and grows (ensure_room), as in generate
+    cache_len = end + (min(max_tokens, model.config.sequence_len) if grow else max_tokens)
     spare = 1 if self.compile else 0 # as in generate: the compiled step's views never cover the whole cache
     rows = [p for p in prompts for _ in range(num_samples)] # each prompt's samples side by side
-    kv_cache = KVCache(len(rows), seq_len=end + max_tokens + spare, **self.kv_cache_kwargs())
+    kv_cache = KVCache(len(rows), seq_len=cache_len + spare, **self.kv_cache_kwargs())
     logits = []
     for j, prompt in enumerate(prompts): # each prompt's own prefill at batch 1, copied into its rows right-aligned
         kv_prefill = KVCache(1, seq_len=len(prompt), **self.kv_cache_kwargs())
@@ -675,6 +685,7 @@ def generate_many(self: Engine, prompts, max_tokens=None, temperature=1.0, top_k
     packed = self.lean_decoder.weights(len(rows))
     row_states = [RowState(p.copy()) for p in rows]
     def step(ids):
+        kv_cache.ensure_room(1 + spare, max_len=limit + spare)
         return self.lean_decoder.step(ids, kv_cache, packed, pad=pad)
     def drop(keep): # rows that ended leave the batch: the rows at `keep`, in order, move up into the first places
         nonlocal pad

@@ -242,6 +242,15 @@ class AdamW(torch.optim.AdamW):
             fused = _fused_supported(_first_param(params).device)
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused)
 
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = super().step(closure)
+        # torch's fused kernel writes the parameters without bumping their version counters as an in-place operator
+        # does: what keeps copies of the weights until a version changes (the engine's packings) would miss the step
+        stepped = [p for group in self.param_groups for p in group['params'] if p.grad is not None]
+        torch.autograd.graph.increment_version(stepped)
+        return loss
+
 # %% ../nbs/06_optim.ipynb #24595e2d
 def setup_optimizers(model, unembedding_lr=0.004, embedding_lr=0.2, matrix_lr=0.02, weight_decay=0.0,
                      adam_betas=(0.8, 0.95), scalar_lr=0.5, compile=None):
@@ -412,6 +421,8 @@ class DistAdamW(torch.optim.Optimizer):
                 gathers.append(all_gather(p, p_slice))
         for work in gathers:
             work.wait()
+        # the fused kernel and the gathers write the parameters without bumping their versions (see AdamW)
+        torch.autograd.graph.increment_version([p for g in self.param_groups for p in g['params']])
 
 # %% ../nbs/06_optim.ipynb #9d4b5b75
 def get_lr_multiplier_mid(progress, flat_frac=0.8):
