@@ -85,6 +85,7 @@ class RMSNormCPU(torch.autograd.Function):
         return y
 
     @staticmethod
+    @torch.autograd.function.once_differentiable # a closed form, not a graph: no second derivative
     def backward(ctx, grad):
         y, rstd = ctx.saved_tensors
         # d(x * rstd)/dx applied to grad: rstd * (grad - y * mean(grad * y)), the mean one fused dot per row
@@ -219,6 +220,7 @@ class ReluSquared(torch.autograd.Function):
         return r * r
 
     @staticmethod
+    @torch.autograd.function.once_differentiable # a closed form, not a graph: no second derivative
     def backward(ctx, grad):
         r, = ctx.saved_tensors
         return torch.addcmul(grad.new_zeros(()), grad, r, value=2) # 0 + 2 r g: one pass (grad * r * 2 is two)
@@ -264,6 +266,7 @@ class MLPCPU(torch.autograd.Function):
         return onednn_linear(y, w_proj).view(x.shape) # (..., C)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable # a closed form, not a graph: no second derivative
     def backward(ctx, grad):
         x2, w_fc, w_proj, r, y = ctx.saved_tensors
         g = grad.reshape(-1, grad.size(-1)) # (N, C)
@@ -298,12 +301,14 @@ class SoftcapCrossEntropy(torch.autograd.Function):
         return loss
 
     @staticmethod
+    @torch.autograd.function.once_differentiable # from saved numbers: no second derivative (create_graph)
     def backward(ctx, grad):
         if ctx.used:
             raise RuntimeError("SoftcapCrossEntropy reuses its buffer: backward can run only once")
         ctx.used = True
         shifted, lse, t, valid, n = ctx.saved_tensors
-        scale = (grad / n if ctx.reduction == 'mean' else grad) * valid # (N,) per-row weight of the gradient
+        # (N,) per-row weight of the gradient; every row ignored: zero, as autograd's (the mean itself is NaN)
+        scale = (grad / n.clamp(min=1) if ctx.reduction == 'mean' else grad) * valid
         g = torch.sub(shifted, lse[:, None]).exp_() # softmax of the capped logits
         g.scatter_add_(1, t[:, None], torch.full_like(lse[:, None], -1.0)) # minus the one-hot target
         g.mul_(scale[:, None])
@@ -328,7 +333,8 @@ class LinearSoftcapCrossEntropy(torch.autograd.Function):
         valid = targets != -1
         t = torch.where(valid, targets, 0) # (N,) ignored rows point at id 0 and are weighted 0
         n = valid.sum()
-        row_weight = valid / n if reduction == 'mean' else valid.float() # (N,) d(loss)/d(row loss)
+        # (N,) d(loss)/d(row loss); every row ignored: zero gradients, as autograd's (the mean itself is NaN, below)
+        row_weight = valid / n.clamp(min=1) if reduction == 'mean' else valid.float()
         grad_x = torch.empty_like(x) # (N, C)
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) # (padded V, C)
         # lm_head's gradient summed as (C, V) = xc.T @ g: oneDNN's fast orientation, the smaller dimension as rows
@@ -362,9 +368,10 @@ class LinearSoftcapCrossEntropy(torch.autograd.Function):
         if onednn:
             grad_w[:vocab_size] = grad_wt.t()
         ctx.save_for_backward(grad_x, grad_w.to(weight.dtype))
-        return total
+        return torch.where(n > 0, total, torch.nan) if reduction == 'mean' else total # no rows: NaN, as F.cross_entropy
 
     @staticmethod
+    @torch.autograd.function.once_differentiable # its gradients are numbers from the forward: no second derivative
     def backward(ctx, grad):
         grad_x, grad_w = ctx.saved_tensors
         return grad_x * grad, grad_w * grad, None, None, None, None, None
