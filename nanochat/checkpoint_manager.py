@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_largest_model', 'find_last_step',
-           'load_resume_checkpoint', 'build_model', 'get_checkpoints_dir', 'resolve_checkpoint', 'newest_source',
-           'load_model']
+           'load_resume_checkpoint', 'check_resume', 'build_model', 'get_checkpoints_dir', 'resolve_checkpoint',
+           'newest_source', 'load_model']
 
 # %% ../nbs/07_checkpoint.ipynb #ac9721d5
 import os, re, json, pickle, zipfile
@@ -87,9 +87,11 @@ def find_last_step(checkpoint_dir):
     return max(steps)
 
 # %% ../nbs/07_checkpoint.ipynb #9e4b2d17
-def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True):
+def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True,
+                           model_config=None, world_size=None):
     """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
-    exists; `load_model=False` leaves the model file to `build_model` (model None)"""
+    exists; `load_model=False` leaves the model file to `build_model` (model None). Given the resuming run's
+    `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused"""
     flag = f"--resume-from-step={step}"
     if not os.path.isdir(checkpoint_dir):
         parent = os.path.dirname(checkpoint_dir)
@@ -104,12 +106,32 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
         problem = f"no {stage} checkpoint {meta_name}"
     elif optim_name not in files:  # a save without optimizer state, or one made by fewer ranks
         problem = f"the {stage} checkpoint of step {step} has no optimizer state for rank {rank} ({optim_name})"
-    elif load_model:
-        return load_checkpoint(checkpoint_dir, step, device, load_optimizer=True, rank=rank)
     else:
+        check_resume(checkpoint_dir, step, stage, files, model_config, world_size)
+        if load_model:
+            return load_checkpoint(checkpoint_dir, step, device, load_optimizer=True, rank=rank)
         optimizer_data = _load_file(os.path.join(checkpoint_dir, optim_name), device)
         return None, optimizer_data, _load_file(os.path.join(checkpoint_dir, meta_name))
     raise FileNotFoundError(f"{flag}: {problem} in {checkpoint_dir} (steps to resume from: {resumable or 'none'})")
+
+def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None):
+    """Refuse to resume `step` as another model than it trained (the flags or the source checkpoint changed since)
+    or on another number of ranks (each rank's optimizer file holds its own shard of the state)"""
+    flag = f"--resume-from-step={step}"
+    saved_ranks = sum(bool(re.fullmatch(rf"optim_{step:06d}_rank\d+\.pt", f)) for f in files)
+    if world_size is not None and saved_ranks != world_size:
+        raise ValueError(f"{flag}: the {stage} checkpoint of step {step} was saved by {saved_ranks} process(es) and "
+                         f"this run has {world_size}; the optimizer state is split between them: resume with "
+                         f"{saved_ranks} (torchrun --nproc_per_node={saved_ranks})")
+    if model_config is None:
+        return
+    saved = _load_file(os.path.join(checkpoint_dir, f"meta_{step:06d}.json")).get("model_config", {})
+    # a key an older meta lacks is not compared (its default is what loading that checkpoint assumes)
+    changed = [f"{k} {saved[k]!r} there, {v!r} now" for k, v in model_config.items() if k in saved and saved[k] != v]
+    if changed:
+        raise ValueError(f"{flag}: the {stage} checkpoint of step {step} is another model than this run builds "
+                         f"({'; '.join(changed)}): the flags, or the checkpoint this stage starts from, changed "
+                         f"since that run; resume with what it started with, or start a new run")
 
 # %% ../nbs/07_checkpoint.ipynb #c6a09686
 def _patch_missing_config_keys(model_config_kwargs):

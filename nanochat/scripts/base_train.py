@@ -175,7 +175,8 @@ def _setup_model(run, cfg):
     model.init_weights()
     resume = None
     if cfg.resume_from_step != -1:
-        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "base")
+        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "base",
+                                        model_config=asdict(model.config), world_size=run.world_size)
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = model  # uncompiled: for eval, sampling and saving
@@ -260,7 +261,7 @@ def setup(cfg):
     meta = resume[2] if resume else None
     run.state = LoopState(**meta["loop_state"], step=meta["step"], val_bpb=meta["val_bpb"]) if meta else LoopState()
     check_horizon(run.state.step, run.num_iterations, cfg.resume_from_step)
-    if meta:  # this rank's own exact position if the world size is unchanged, else nanochat's approximate one
+    if meta:  # this rank's own exact position (the ranks that saved it); a nanochat checkpoint keeps one, approximate
         per_rank = meta.get("dataloader_state_dicts") or []
         run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else meta["dataloader_state_dict"]
     run.train_loader = _train_loader(run, cfg)

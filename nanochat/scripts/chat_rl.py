@@ -199,7 +199,7 @@ def _load_start(run, cfg):
                                     f"check --model-step, or create it with: {command}") from e
     # the optimizer states first: the error for a step that cannot be resumed from lists those that can
     _, run.optimizer_states, _ = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank,
-                                                        "RL", load_model=False)
+                                                        "RL", load_model=False, world_size=run.world_size)
     return build_model(run.checkpoint_dir, cfg.resume_from_step, run.device, phase="eval")
 
 def setup(cfg, train_task=None, val_task=None):

@@ -184,7 +184,8 @@ def setup(cfg, datasets=None):
     run.checkpoint_dir = os.path.join(get_base_dir(), "chatsft_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
-        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "SFT")
+        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "SFT",
+                                        model_config=asdict(model.config), world_size=run.world_size)
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = run.model = model  # not compiled: the batches change shape

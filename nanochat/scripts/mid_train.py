@@ -202,7 +202,8 @@ def setup(cfg, datasets=None):
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
-        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "midtraining")
+        resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "midtraining",
+                                        model_config=asdict(model.config), world_size=run.world_size)
     if resume:
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
@@ -223,9 +224,8 @@ def setup(cfg, datasets=None):
         if run.num_iterations > 0: # else one epoch: the loop ends when the packer has used it up
             check_horizon(run.state.step, run.num_iterations, cfg.resume_from_step)
     run.consumed_state = None  # the loader state after the last batch trained on
-    if meta:  # this rank's own position (the loader falls back to an approximate one under another world size)
-        per_rank = meta["dataloader_state_dicts"]
-        run.consumed_state = per_rank[run.rank] if len(per_rank) == run.world_size else per_rank[0]
+    if meta:  # this rank's own position: a resume has the ranks that saved it (load_resume_checkpoint checks)
+        run.consumed_state = meta["dataloader_state_dicts"][run.rank]
     run.loader_kwargs = dict(B=cfg.device_batch_size, T=cfg.max_seq_len, device=run.device, pad=cfg.pack == "pad",
                              mask=cfg.loss_mask)
     run.train_loader = conversation_bestfit_loader(run.tokenizer, run.train_ds, resume_state_dict=run.consumed_state,
