@@ -10,7 +10,7 @@ __all__ = ['MAX_SHARD', 'FINEWEB_SOURCE', 'LOCAL_SOURCE', 'BASE_URL', 'index_to_
            'download_single_file', 'download_shards']
 
 # %% ../nbs/02_dataset.ipynb #bdf19682
-import os, re, ast, sys, time, random, inspect, argparse, warnings, importlib, pkgutil
+import os, re, ast, sys, time, errno, random, socket, inspect, argparse, warnings, importlib, pkgutil
 import sysconfig, tempfile, textwrap, tokenize
 import http.client
 import urllib.request, urllib.error
@@ -342,10 +342,15 @@ def main(argv=None):
     exit_if_dry_run("nanochat.dataset")
     if args.num_files is not None and args.source == 'local':
         p.error("-n downloads FineWeb-Edu; it cannot go with --source local")
+    if (args.num_files is not None and args.num_files < -1) or args.num_files == 0 or args.num_shards < 2:
+        p.error("-n takes a number of shards (-1: all) and --num-shards at least 2 (the last one is val)")
     if args.num_files is not None or args.source == 'fineweb':
         num = MAX_SHARD + 1 if args.num_files in (None, -1) else min(args.num_files, MAX_SHARD + 1)
-        if not download_shards(num, args.num_workers, args.data_dir):
-            raise SystemExit(1)
+        try:
+            if not download_shards(num, args.num_workers, args.data_dir):
+                raise SystemExit(1)
+        except ConnectionError as e: # offline: one line, not a traceback from the worker pool
+            raise SystemExit(f"nanochat.dataset: {e}")
         return
     local_kwargs = dict(max_chars=args.max_chars, num_shards=args.num_shards, row_group_size=args.row_group_size)
     if args.source == 'local':
@@ -381,6 +386,12 @@ def _fetch(url, filepath, timeout):
         if os.path.exists(tmp):
             os.remove(tmp)
 
+def _unreachable(e):
+    "Whether a failed attempt never reached the server (refused, no such host, no route): offline, retrying won't help"
+    reason = getattr(e, 'reason', e)
+    return isinstance(reason, (ConnectionRefusedError, socket.gaierror)) or (
+        isinstance(reason, OSError) and reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH))
+
 def _describe(e, timeout):
     "A readable reason for a failed attempt"
     reason = getattr(e, 'reason', e)
@@ -395,7 +406,8 @@ def _check_not_local(data_dir):
 
 # %% ../nbs/02_dataset.ipynb #d6dc53d2
 def download_single_file(index, data_dir=None, base_url=None, max_attempts=5, base_delay=2.0, timeout=30):
-    "Download shard `index` into `data_dir`, retrying with exponential backoff; True on success"
+    """Download shard `index` into `data_dir`, retrying with exponential backoff; True on success. ConnectionError
+    when the server cannot be reached at all (offline): at once, and it stops `download_shards` too"""
     data_dir = get_data_dir('fineweb') if data_dir is None else data_dir
     _check_not_local(data_dir)
     os.makedirs(data_dir, exist_ok=True)
@@ -410,6 +422,9 @@ def download_single_file(index, data_dir=None, base_url=None, max_attempts=5, ba
             return True
         except (OSError, ValueError, http.client.HTTPException) as e:
             reason = _describe(e, timeout)
+            if _unreachable(e):
+                raise ConnectionError(f"cannot reach {url}: {reason}. Offline? `python -m nanochat.dataset --source "
+                                      f"local` builds a corpus without network") from e
             if isinstance(e, urllib.error.HTTPError) and 400 <= e.code < 500 and e.code != 429:
                 break  # retrying won't help
             if attempt < max_attempts:

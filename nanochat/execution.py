@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['MAX_OUTPUT_CHARS', 'DISABLED', 'PATH_FUNCTIONS', 'FOLLOWS_SYMLINKS', 'BLOCKED_MODULES', 'KILL_GRACE',
-           'ExecutionResult', 'CappedStringIO', 'NoStdin', 'TimeoutException', 'check_sandbox_path',
+           'ExecutionResult', 'CappedStringIO', 'NoStdin', 'TimeoutException', 'check_sandbox_path', 'refuse_environ',
            'reliability_guard', 'execute_code']
 
 # %% ../nbs/11_execution.ipynb #908f8054
-import os, io, sys, json, time, math, signal, select, builtins, tempfile, subprocess, importlib.util
+import os, io, re, sys, json, time, math, signal, select, builtins, tempfile, subprocess, importlib.util
 from dataclasses import dataclass
 from typing import Optional
 
@@ -111,6 +111,11 @@ def _path_checked(fn, name, params, root):
     return wrapper
 
 # %% ../nbs/11_execution.ipynb #cd42e45d
+def refuse_environ(path):
+    "A process's environment, /proc/<pid>/environ (the parent's holds its API keys), is not for model code to read"
+    if not isinstance(path, int) and re.fullmatch(r"/proc/[^/]+(/task/[^/]+)?/environ", os.path.realpath(path)):
+        raise PermissionError(f"reading {os.fsdecode(path)!r} is disabled in the sandbox: a process's environment")
+
 def _guard_files(root):
     "Let the os file functions and `open` for writing work inside `root` only"
     for name, params in PATH_FUNCTIONS.items():
@@ -120,12 +125,14 @@ def _guard_files(root):
     def check_mode(file, mode): # open()'s and FileIO's rule: a path opened to write must lie inside root
         if not isinstance(file, int) and any(c in mode for c in 'wax+'):
             check_sandbox_path(file, root, follow=True, what='writing to')
+        refuse_environ(file)
     def open_(file, mode='r', *args, **kwargs):
         check_mode(file, mode)
         return real_open(file, mode, *args, **kwargs)
     def os_open(path, flags, *args, dir_fd=None, **kwargs):
         if flags & write_flags:
             check_sandbox_path(path, root, follow=True, dir_fd=dir_fd, what='writing to')
+        refuse_environ(path)
         return real_os_open(path, flags, *args, dir_fd=dir_fd, **kwargs)
     class FileIO(io.FileIO): # the raw file class that open() builds on, called directly
         def __init__(self, file, mode='r', *args, **kwargs):
@@ -166,7 +173,12 @@ def reliability_guard(maximum_memory_bytes=None, timeout=None, sandbox_dir=None,
         sys.modules[name] = None  # `import ctypes` now raises ImportError
 
 # %% ../nbs/11_execution.ipynb #030f47af
+_timed_out = False # set when the timer fires: code that catches TimeoutException has run out of time all the same
+
 def _on_alarm(signum, frame):
+    global _timed_out
+    _timed_out = True
+    signal.setitimer(signal.ITIMER_REAL, 0.1) # again: a bare `except:` that swallows one meets the next
     raise TimeoutException()
 
 def _run_request(req, stdout, stderr):
@@ -182,6 +194,8 @@ def _run_request(req, stdout, stderr):
             exec(compile(req['code'], '<sandbox>', 'exec'), exec_globals)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+        if _timed_out: # it returned, but only after swallowing the timer's exception
+            raise TimeoutException()
         result['success'] = True
     except TimeoutException:
         result.update(timeout=True, error=f"Execution timed out after {req['timeout']} s")

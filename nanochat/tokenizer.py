@@ -64,6 +64,13 @@ class BaseTokenizer:
         return self.encode_special(self.bos_token)
     def id_to_token(self, id):
         return self.decode([id])  # lossy for tokens that are partial UTF-8
+    def remove_other_files(self, tokenizer_dir):
+        "After `save`: another implementation's file would be loaded first (`load_tokenizer` tries them in turn)"
+        for cls in BaseTokenizer.__subclasses__(): # this module's implementations (LZ78's lives in its own directory)
+            if cls.__module__ != BaseTokenizer.__module__ or cls.filename == self.filename:
+                continue
+            if os.path.exists(os.path.join(tokenizer_dir, cls.filename)):
+                os.remove(os.path.join(tokenizer_dir, cls.filename))
     def __call__(self, *args, **kwargs):
         return self.encode(*args, **kwargs)
 
@@ -112,6 +119,7 @@ class CharLevelTokenizer(BaseTokenizer):
     def save(self, tokenizer_dir):
         meta = {"type": "char", "special_tokens": SPECIAL_TOKENS}
         atomic_write(os.path.join(tokenizer_dir, self.filename), lambda f: json.dump(meta, f), mode='w')
+        self.remove_other_files(tokenizer_dir)
 
     def get_vocab_size(self):
         return 256 + len(SPECIAL_TOKENS)
@@ -200,6 +208,7 @@ class RustBPETokenizer(BaseTokenizer):
 
     def save(self, tokenizer_dir):
         atomic_write(os.path.join(tokenizer_dir, self.filename), lambda f: pickle.dump(self.enc, f))
+        self.remove_other_files(tokenizer_dir)
 
     def get_vocab_size(self):
         return self.enc.n_vocab
@@ -269,6 +278,7 @@ class HuggingFaceTokenizer(BaseTokenizer):
 
     def save(self, tokenizer_dir):
         atomic_write(os.path.join(tokenizer_dir, self.filename), lambda f: f.write(self.tokenizer.to_str()), mode='w')
+        self.remove_other_files(tokenizer_dir)
 
     def get_vocab_size(self):
         return self.tokenizer.get_vocab_size()

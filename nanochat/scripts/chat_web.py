@@ -7,7 +7,8 @@ __all__ = ['SHORT_FLAGS', 'MAX_MESSAGES_PER_REQUEST', 'MAX_MESSAGE_LENGTH', 'MAX
            'MAX_TEMPERATURE', 'MIN_TOP_K', 'MAX_TOP_K', 'MIN_MAX_TOKENS', 'MAX_MAX_TOKENS', 'MAX_BODY_BYTES', 'UI_FILE',
            'DRAIN_LIMIT', 'ChatWebConfig', 'parse_args', 'ChatMessage', 'ChatRequest', 'validate_chat_request',
            'render_prompt', 'generate_text', 'Worker', 'load_workers', 'WorkerPool', 'produce_reply', 'sse',
-           'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index', 'create_app', 'main']
+           'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index', 'invalid_body',
+           'create_app', 'main']
 
 # %% ../../nbs/31_chat_web.ipynb #f4d4788e
 import os, sys, json, time, random, asyncio, threading, collections, importlib.resources
@@ -23,6 +24,7 @@ from .chat_cli import text_pieces
 try:
     import uvicorn
     from fastapi import FastAPI, HTTPException, Request
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
     from pydantic import BaseModel
 except ImportError as e:
@@ -361,6 +363,12 @@ async def index():
     return HTMLResponse(UI_FILE.read_text(encoding='utf-8'))
 
 # %% ../../nbs/31_chat_web.ipynb #3a4d1387
+async def invalid_body(request, exc):
+    "422 naming what does not fit; FastAPI's own answer echoes the input, and a NaN or a lone surrogate in it is a 500"
+    clean = lambda v: v.encode('utf-8', 'replace').decode('utf-8') if isinstance(v, str) else v
+    errors = [{'loc': [clean(part) for part in e.get('loc', ())], 'msg': clean(e.get('msg', ''))} for e in exc.errors()]
+    return JSONResponse(status_code=422, content={'detail': errors})
+
 def create_app(cfg, workers_fn=load_workers):
     "The FastAPI app; `workers_fn(cfg)` -> `(workers, model name)` runs when the server starts"
     @asynccontextmanager
@@ -371,6 +379,7 @@ def create_app(cfg, workers_fn=load_workers):
     app = FastAPI(title='nanochat', lifespan=lifespan)
     app.state.cfg = cfg
     app.add_middleware(BodyLimit)
+    app.add_exception_handler(RequestValidationError, invalid_body)
     app.get('/', response_class=HTMLResponse)(index)
     app.post('/chat/completions')(chat_completions)
     app.get('/health')(health)

@@ -276,6 +276,10 @@ def run_pipeline(cfg, stages=None):
                 print(f"=== stopped after {st.name} (--stop-after; it had finished earlier)")
                 break
             continue
+        if not rerun: # the first stage to run: later markers describe outputs made from what it replaces, so they go
+            for j in range(i, len(stages)): # before it starts: a run stopped midway must not skip them next time
+                if os.path.exists(marker_path(j, stages[j])):
+                    os.remove(marker_path(j, stages[j]))
         rerun = True
         if st.name == "report":  # the pipeline's own section, just before the report is stitched together
             get_report().log("Pipeline timings", [f"Scale: {cfg.scale}\n", _timing_table(timings)])
