@@ -97,9 +97,12 @@ def open_shard(path):
 def read_row_group(pf, rg_idx, path=None):
     "The `text` column of row group `rg_idx` as an Arrow array; errors name the file"
     try:
-        return pf.read_row_group(rg_idx, columns=['text']).column('text')
+        column = pf.read_row_group(rg_idx, columns=['text']).column('text')
     except (OSError, ValueError, pa.ArrowException) as e:
         raise ValueError(f"Corrupt parquet shard {path}: row group {rg_idx} cannot be read ({e})") from e
+    if column.null_count: # a document that is no string would fail later, far from the file
+        raise ValueError(f"Parquet shard {path}: row group {rg_idx} has {column.null_count} null text value(s)")
+    return column
 
 def validate_shard(path):
     "Read every row group of a shard once (no Python strings): raises a ValueError naming the file if it is damaged"

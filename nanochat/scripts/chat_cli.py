@@ -108,6 +108,9 @@ def main(argv=None):
         os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
     if args.threads < 0:
         raise SystemExit(f"chat_cli: --threads={args.threads} must be 0 (the default) or more")
+    if args.max_tokens < 1 or args.temperature < 0 or args.top_k < 0:
+        raise SystemExit(f"chat_cli: --max-tokens={args.max_tokens} must be 1 or more, --temperature="
+                         f"{args.temperature} 0 or more (0: greedy), --top-k={args.top_k} 0 or more (0: no cut)")
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
     if device.type == "cpu" and (args.threads or not args.compile): # compiled, by default on every core
         # eagerly one thread by default: more stream the weights faster on a quiet machine, but when another process
