@@ -85,16 +85,29 @@ def get_base_dir():
     return base
 
 # %% ../nbs/00_common.ipynb #e517d296
+def _umask():
+    "This process's umask, read from /proc where it can be: setting it to read it races other threads' new files"
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    umask = os.umask(0) # elsewhere the only way to read it is to set it, then put it back
+    os.umask(umask)
+    return umask
+
 def atomic_write(path, write_fn, mode='wb'):
     "Call `write_fn(f)` on a temp file beside `path`, then atomically rename it to `path`"
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(os.fspath(path)) # a symlink is written through, as open() does, not replaced
+    d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
+    # the mode open() gives: an existing file keeps its own, a new one gets 0o666 less the umask
+    file_mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=d, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
-    umask = os.umask(0) # read it (the only way is to set it), then put it back
-    os.umask(umask)
     try:
-        os.fchmod(fd, 0o666 & ~umask) # mkstemp's file is owner-only: give it the mode open() would
+        os.fchmod(fd, file_mode) # mkstemp's file is owner-only
         with os.fdopen(fd, mode) as f:
             write_fn(f)
             f.flush()
@@ -490,6 +503,8 @@ def compute_init(device_type=''):
     assert device_type in ('cuda', 'mps', 'cpu'), f"unknown device type {device_type!r} (use cuda, mps or cpu)"
     if device_type == 'cuda' and not torch.cuda.is_available():
         raise RuntimeError("--device-type=cuda was asked for but torch.cuda.is_available() is False")
+    if device_type == 'mps' and not torch.backends.mps.is_available():
+        raise RuntimeError("--device-type=mps was asked for but torch.backends.mps.is_available() is False")
     torch.manual_seed(42)
     if device_type == 'cpu':
         keep_freed_memory() # every step reuses the pages of the step before (see above)

@@ -39,11 +39,14 @@ SHORT_FLAGS = {'-i': '--source', '-a': '--task-name', '-t': '--temperature', '-m
                '-x': '--max-problems'}
 
 def expand_short_flags(argv):
-    "nanochat's one-letter flags (`-i sft`, `-i=sft`) -> this script's long ones"
+    "nanochat's one-letter flags (`-i sft`, `-i=sft`, `-isft`) -> this script's long ones"
     out = []
     for arg in argv:
-        flag, eq, value = arg.partition('=')
-        out.append(SHORT_FLAGS[flag] + eq + value if flag in SHORT_FLAGS else arg)
+        flag, value = arg[:2], arg[2:]
+        if flag in SHORT_FLAGS and not arg.startswith('--'):
+            out.append(SHORT_FLAGS[flag] + ('=' + value.removeprefix('=') if value else ''))
+        else:
+            out.append(arg)
     return out
 
 # %% ../../nbs/26_chat_eval.ipynb #3a5c6b24
