@@ -57,8 +57,13 @@ logger = logging.getLogger('nanochat')
 # %% ../nbs/00_common.ipynb #02596311
 def get_dist_info():
     "Return `(ddp, rank, local_rank, world_size)` from torchrun's environment variables"
-    if all(k in os.environ for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE')):
+    names = ('RANK', 'LOCAL_RANK', 'WORLD_SIZE')
+    found = [k for k in names if k in os.environ]
+    if len(found) == len(names):
         return True, int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
+    if found: # a launcher that sets some of them: every process would train alone, as rank 0, silently
+        raise RuntimeError(f"{', '.join(found)} set without {', '.join(k for k in names if k not in found)}: a "
+                           f"distributed run needs all three (torchrun sets them); unset them for one process")
     return False, 0, 0, 1
 
 def is_ddp():
@@ -74,7 +79,7 @@ def in_notebook():
 
 def print0(*args, **kwargs):
     "`print` on rank 0 only"
-    if int(os.environ.get('RANK', 0)) == 0:
+    if get_dist_info()[1] == 0:
         print(*args, **kwargs)
 
 # %% ../nbs/00_common.ipynb #5e0937c3
@@ -108,7 +113,7 @@ def atomic_write(path, write_fn, mode='wb'):
     fd, tmp = tempfile.mkstemp(dir=d, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
     try:
         os.fchmod(fd, file_mode) # mkstemp's file is owner-only
-        with os.fdopen(fd, mode) as f:
+        with os.fdopen(fd, mode, encoding=None if 'b' in mode else 'utf-8') as f: # text as UTF-8 on any locale
             write_fn(f)
             f.flush()
             os.fsync(f.fileno())

@@ -248,10 +248,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
     if torch.compiler.is_compiling():  # a compiled decode step: no host sync, the same shapes at every position
         return _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, tuple(window_size))
     T_new = q.size(1)
-    pos = int(cache_seqlens[0])  # all rows share one position (as in nanochat's engine)
-    end = pos + T_new
-    if end > k_cache.size(1):
-        raise ValueError(f"KV cache overflow: positions {pos}..{end - 1} do not fit in a cache of {k_cache.size(1)}")
+    seqlens = cache_seqlens.tolist()  # one host sync for every row's position
+    pos = seqlens[0]
+    end = pos + T_new if k is not None else pos  # without new keys, the queries attend to what is cached (as FA3)
+    last = max(seqlens) + (T_new if k is not None else 0)  # one past the last position written or read
+    if last > k_cache.size(1):
+        raise ValueError(f"KV cache overflow: positions up to {last - 1} do not fit in a cache of {k_cache.size(1)}")
+    if min(seqlens) != max(seqlens):  # rows at different positions (nanochat's engine never makes them): masked
+        return _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, tuple(window_size))
     if k is not None:
         k_cache[:, pos:end] = k
         v_cache[:, pos:end] = v
@@ -264,7 +268,8 @@ def _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, 
     "flash_attn_with_kvcache without host syncs or data-dependent shapes: per-row positions, a masked full cache"
     B, T_new, H, D = q.shape
     T_max, H_kv = k_cache.size(1), k_cache.size(2)
-    positions = cache_seqlens[:, None].long() + torch.arange(T_new, device=q.device)  # (B, T_new) absolute positions
+    n_new = T_new if k is not None else 0  # without new keys, the queries are the last T_new cached positions
+    positions = cache_seqlens[:, None].long() - T_new + n_new + torch.arange(T_new, device=q.device)  # (B, T_new)
     if k is not None:
         rows = torch.arange(B, device=q.device)[:, None]
         k_cache.index_put_((rows, positions), k)
@@ -274,7 +279,7 @@ def _kvcache_attention_static(q, k_cache, v_cache, k, v, cache_seqlens, causal, 
     right = 0 if causal else right
     keep = torch.ones(B, T_new, T_max, dtype=torch.bool, device=q.device)  # (B, T_new, T_max), True = attend
     keep = keep & (keys <= positions[..., None] + right) if right >= 0 else keep & (keys < T_max)
-    keep = keep & (keys < (cache_seqlens[:, None, None] + T_new))  # never the empty tail of the cache
+    keep = keep & (keys < (cache_seqlens[:, None, None] + n_new))  # never the empty tail of the cache
     if left >= 0:
         keep = keep & (keys >= positions[..., None] - left)
     if T_new == 1:  # decode: scores as a product-and-sum over the cache in its own layout (no copy of the cache)

@@ -483,6 +483,8 @@ def init_weights(self: GPT):
 @patch
 def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
     "Logits (B, T, vocab_size), or the loss when targets are given"
+    if idx.dim() != 2:
+        raise ValueError(f"idx must be (B, T) token ids, got shape {tuple(idx.shape)}")
     B, T = idx.size()
     # Rotary tables for the current positions (offset by what the KV cache already holds)
     T0 = 0 if kv_cache is None else kv_cache.get_pos()
@@ -491,6 +493,8 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         positions = T0 + torch.arange(T, device=idx.device)
         cos_sin = self.cos[:, positions], self.sin[:, positions]
     else:
+        if kv_cache is not None:
+            check_kv_cache(self.config, kv_cache, B) # another model's cache gives wrong logits, not an error
         if T0 + T > self.cos.size(1):
             raise ValueError(f"Sequence length grew beyond the rotary embeddings cache: positions {T0}..{T0 + T - 1} "
                              f"but only {self.cos.size(1)} (10 x sequence_len) were precomputed")
@@ -536,6 +540,17 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1,
                                reduction=loss_reduction)
     return logits
+
+# %% ../nbs/05_gpt.ipynb #201566a2
+def check_kv_cache(config, kv_cache, B):
+    "Refuse a KV cache built for another model or batch: its layout is (n_layer, B, T_max, n_kv_head, head_dim)"
+    n_layer, batch, _, n_kv_head, head_dim = kv_cache.k_cache.shape
+    want = (config.n_layer, config.n_kv_head, config.n_embd // config.n_head)
+    if (n_layer, n_kv_head, head_dim) != want:
+        raise ValueError(f"KV cache for {n_layer} layers, {n_kv_head} kv heads of {head_dim} does not fit this model "
+                         f"({want[0]} layers, {want[1]} kv heads of {want[2]})")
+    if batch != B:
+        raise ValueError(f"KV cache holds {batch} rows, the input has {B}")
 
 # %% ../nbs/05_gpt.ipynb #4b7824fb
 @patch

@@ -253,11 +253,12 @@ class AdamW(torch.optim.AdamW):
 
 # %% ../nbs/06_optim.ipynb #24595e2d
 def setup_optimizers(model, unembedding_lr=0.004, embedding_lr=0.2, matrix_lr=0.02, weight_decay=0.0,
-                     adam_betas=(0.8, 0.95), scalar_lr=0.5, compile=None):
+                     adam_betas=(0.8, 0.95), scalar_lr=0.5, compile=None, distributed=None):
     """Split a GPT's parameters between AdamW and Muon; returns `[adamw_optimizer, muon_optimizer]`.
-    `compile`: torch.compile the Muon step (None: on CUDA only, as nanochat; base_train passes its --compile)"""
+    `compile`: torch.compile the Muon step (None: on CUDA only, as nanochat; base_train passes its --compile).
+    `distributed`: DistAdamW + DistMuon (None: under torchrun; False: the plain ones, e.g. for a reference run)"""
     model_dim = model.config.n_embd
-    ddp, rank, local_rank, world_size = get_dist_info()
+    ddp = get_dist_info()[0] if distributed is None else distributed
     matrix_params = list(model.transformer.h.parameters())
     value_embeds_params = list(model.value_embeds.parameters()) if hasattr(model, 'value_embeds') else []
     embedding_params = list(model.transformer.wte.parameters())
@@ -398,6 +399,8 @@ class DistAdamW(torch.optim.Optimizer):
         pending = []  # first pass: launch the gradient reductions
         for group in self.param_groups:
             for p in group['params']:
+                if p.grad is None: # as AdamW: no gradient, no update (the same on every rank: the same model and loss)
+                    continue
                 if self.is_sharded(p, world_size):
                     grad_slice = torch.empty_like(p.grad[:p.shape[0] // world_size])
                     pending.append((group, p, True, grad_slice, reduce_scatter_avg(grad_slice, p.grad)))
@@ -407,8 +410,10 @@ class DistAdamW(torch.optim.Optimizer):
         gathers = []  # second pass: update this rank's slice (or all of a small param), then gather
         for group, p, sharded, g_slice, work in pending:
             work.wait()
-            rank_size = p.shape[0] // world_size
-            p_slice = p[rank * rank_size:(rank + 1) * rank_size] if sharded else p
+            p_slice = p
+            if sharded:
+                rank_size = p.shape[0] // world_size
+                p_slice = p[rank * rank_size:(rank + 1) * rank_size]
             state = self.state[p]
             if not state:  # state for our slice only, laid out as torch.optim.AdamW keeps it
                 state['step'] = torch.zeros((), dtype=torch.float32, device=p.device if self.fused else 'cpu')

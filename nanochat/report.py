@@ -9,13 +9,14 @@ __all__ = ['EXPECTED_FILES', 'SUMMARY_ROWS', 'SUMMARY_KEYS', 'generate_header', 
 # %% ../nbs/10_report.ipynb #ead4c6de
 import os, re, sys, html, base64, socket, datetime, platform, subprocess, argparse
 import torch
+import nanochat
 from .common import get_base_dir, get_dist_info, atomic_write, exit_if_dry_run, in_notebook
 
 # %% ../nbs/10_report.ipynb #ac55879f
 def _run(cmd):
-    "Output of a shell command, or None"
+    "Output of a command (a list of arguments), or None where it fails"
     try:
-        r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=5)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
         return r.stdout.strip() if r.returncode == 0 else None
     except Exception:
         return None
@@ -31,10 +32,13 @@ def _memory_gb():
 def generate_header():
     "Markdown header: time, git commit, hardware and software"
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    commit = _run("git rev-parse --short HEAD") or "unknown"
-    dirty = bool(_run("git status --porcelain"))
+    # the git state of the code that runs, not of the directory the run was started from
+    repo = os.path.dirname(os.path.abspath(nanochat.__file__))
+    commit = _run(["git", "-C", repo, "rev-parse", "--short", "HEAD"]) or "unknown"
+    status = _run(["git", "-C", repo, "status", "--porcelain"])  # None: no git, or not a repository
+    state = "(unknown)" if status is None else "(dirty)" if status else "(clean)"
     lines = ["# nanochat training report", "", f"Generated: {now}", "", "## Environment", "",
-             f"- Git commit: {commit} {'(dirty)' if dirty else '(clean)'}",
+             f"- Git commit: {commit} {state}",
              f"- Host: {socket.gethostname()}, {platform.system()} {platform.machine()}",
              f"- CPUs: {os.cpu_count()} logical" + (f", memory {_memory_gb():.1f} GB" if _memory_gb() else "")]
     if torch.cuda.is_available():
@@ -104,7 +108,7 @@ def extract(section_text, keys):
     "The `- key: value` entries of a section for `keys`: a list, or a dict of row name -> key in the section"
     keys = keys if isinstance(keys, dict) else {k: k for k in keys}
     found = {}
-    for line in section_text.splitlines():
+    for line in section_text.split("\n"):  # '\n' only, as markdown_to_html reads it
         m = re.match(r"- ([^:]+): (.*)$", line)
         if m:
             found[m.group(1).strip()] = m.group(2).strip()
@@ -122,6 +126,10 @@ def summary_table(summary, stages=("base", "mid", "sft", "rl")):
     return table
 
 # %% ../nbs/10_report.ipynb #b4894bd4
+def _attr(text):
+    "Text escaped for HTML content (`quote=False`) escaped for an attribute value: a quote must not end it"
+    return html.escape(html.unescape(text), quote=True)
+
 def _inline(text, image_dir=None):
     "Inline markdown (images, links, bold, code) of one escaped line"
     def image(m):
@@ -130,28 +138,30 @@ def _inline(text, image_dir=None):
         if image_dir and os.path.exists(path):  # embed: the page must not depend on files beside it
             with open(path, "rb") as f:
                 src = "data:image/png;base64," + base64.b64encode(f.read()).decode()
-        return f'<img alt="{alt}" src="{src}">'
+        return f'<img alt="{_attr(alt)}" src="{html.escape(src, quote=True)}">'
     text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", image, text)
-    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", lambda m: f'<a href="{_attr(m.group(2))}">{m.group(1)}</a>', text)
     text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
 
 def markdown_to_html(md, title="nanochat report", image_dir=None):
     "The report's markdown as one self-contained HTML page (images from `image_dir` embedded as data URIs)"
     out, para = [], []  # finished HTML blocks; the lines of the paragraph being read
-    lines = md.splitlines()
+    # lines end at '\n' only: str.splitlines() also splits at '\r', U+2028, NEL, form feed..., so a model reply
+    # holding one would leave its quote, and a ``` after it would open a fence over the rest of the page
+    lines = md.replace("\r\n", "\n").split("\n")
     i = 0
     flush = lambda: (out.append(f"<p>{' '.join(para)}</p>") if para else None, para.clear())
     while i < len(lines):
         line = lines[i]
         esc = lambda s: _inline(html.escape(s, quote=False), image_dir)
-        if line.startswith("```"):  # fenced code: verbatim until the closing fence
+        close = None
+        if line.startswith("```"):
+            close = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
+        if close is not None:  # fenced code: verbatim until the closing fence (an unclosed one is text)
             flush()
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>")
-            i = j + 1
+            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:close])) + "</code></pre>")
+            i = close + 1
             continue
         m = re.match(r"(#{1,6}) (.*)", line)
         if m:
@@ -204,6 +214,16 @@ def markdown_to_html(md, title="nanochat report", image_dir=None):
             f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
 
 # %% ../nbs/10_report.ipynb #db326773
+def _read_text(path):
+    "A section file's text; bytes that are not UTF-8 (another tool's encoding, a cut write) become U+FFFD, with a note"
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:  # one bad file must not cost the whole report
+        print(f"Report: {path} is not UTF-8 (byte {e.start}); its undecodable bytes are shown as U+FFFD")
+        return data.decode("utf-8", errors="replace")
+
 class Report:
     "Section files in a report directory, stitched into `report.md` and `report.html` by `generate()`"
     def __init__(self, report_dir):
@@ -234,7 +254,7 @@ class Report:
         "Stitch header + sections (pipeline order) + the summary table into `report.md` and `report.html`"
         parts, summary = [], {}
         header = os.path.join(self.report_dir, "header.md")
-        parts.append(open(header).read() if os.path.exists(header) else "# nanochat training report\n\n")
+        parts.append(_read_text(header) if os.path.exists(header) else "# nanochat training report\n\n")
         # the pipeline's sections in its order, then any other stage's (an LZ78 tokenizer, pretokenized data) as written
         others = [f for f in os.listdir(self.report_dir) if f.endswith(".md")
                   and f not in EXPECTED_FILES + ["header.md", "report.md"]]
@@ -243,7 +263,7 @@ class Report:
             p = os.path.join(self.report_dir, fname)
             if not os.path.exists(p):
                 continue
-            text = open(p).read()
+            text = _read_text(p)
             parts.append(text)
             if fname in SUMMARY_KEYS:
                 stage = {"base-model-loss.md": "base",

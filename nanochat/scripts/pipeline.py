@@ -214,7 +214,9 @@ def write_transcript(device_type="cpu", max_tokens=256):
         reply = tokenizer.decode(seq[len(prompt):])
         grade = "" if task is None else (" (correct)" if task.evaluate(conversation, reply) else " (wrong)")
         question = conversation["messages"][0]["content"]
-        quote = lambda text: text.replace("\n", "\n> ")  # keep a multi-line reply inside the quote
+        # every line of a multi-line reply inside the quote: splitlines() also breaks at \r, \u2028, ..., which a
+        # Markdown viewer may render as line breaks too
+        quote = lambda text: "\n> ".join(text.splitlines())
         lines += [f"**{label}**{grade}", "", f"> **User:** {quote(question)}", ">",
                   f"> **Assistant:** {quote(reply)}", ""]
         print(f"[{label}] {question}\n  -> {reply}{grade}")
