@@ -7,7 +7,8 @@ also resolve to nothing, so nothing can leave the machine). For each page it sav
 screenshot under _docs_shots/, then checks:
 
 * static, for every page: each local href/src (and each url() in the site's own CSS) points at a file in _docs/;
-  no CDN URL is left. A link in page text to a notebook that is not rendered yet is a warning (an error with --strict).
+  no CDN URL is left. A link in page text to a notebook that exists but is not rendered is a warning (an error with
+  --strict); to a page that no notebook makes, an error.
 * every page, in the browser: navbar title; a title; the page is the active sidebar entry; a notebook page has code
   cells; no JavaScript error; no network request; every image loads; the screenshot is not blank and its navbar has
   the theme's colour (so the theme CSS loaded). The home page: every sidebar link resolves, every page is reachable.
@@ -160,7 +161,10 @@ def main(argv=None):
             t = local_target(f, href, docs)
             if t is not None and not t.exists():
                 msg = f'{rel}: link to missing {href}' + ('' if region == 'main' else f' (in the {region})')
-                (warnings if region == 'main' and not a.strict else errors).append(msg)
+                # a page whose notebook exists but is not rendered (a partial build) warns; a link to no notebook at
+                # all (a typo) is an error
+                unrendered = region == 'main' and (nbs / (Path(href.split('#')[0]).stem + '.ipynb')).exists()
+                (warnings if unrendered and not a.strict else errors).append(msg)
         for src in d.assets:
             if CDN.search(src): errors.append(f'{rel}: loads {src} from a CDN')
             t = local_target(f, src, docs)

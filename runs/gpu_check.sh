@@ -56,7 +56,7 @@ if [ "${BENCH:-1}" = 1 ]; then
 fi
 # then the pipeline (its own base dir) and every notebook with gpu cells, all at once: one after another the notebooks
 # alone took 452 s on an H200, and a lent machine's call has 10 minutes; they share the GPU without trouble
-BASE="$(mktemp -d)"
+BASE="$(mktemp -d)"; trap 'rm -rf "$BASE"' EXIT  # its report is copied to $OUT below
 ( NANOCHAT_BASE_DIR="$BASE" timeout 900 "$PY" -m nanochat.scripts.pipeline --scale=tiny --device-type=cuda \
     > "$OUT/pipeline.log" 2>&1; echo $? > "$OUT/pipeline.rc" ) &
 names=()

@@ -17,8 +17,8 @@ if [ ! -f "$stamp" ]; then
   # NANOCHAT_TORCH_INDEX: where torch comes from, e.g. https://download.pytorch.org/whl/cpu for the CPU build on Linux
   # (PyPI's is the CUDA one); unset, pip's own configuration decides (a local CPU wheel here)
   .venv/bin/pip install -q --disable-pip-version-check ${NANOCHAT_TORCH_INDEX:+--index-url "$NANOCHAT_TORCH_INDEX"} \
-    torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 | grep -v '^WARNING: Location' || true
+    torch==2.13.0 2>&1 | { grep -v '^WARNING: Location' || true; }  # pipefail: pip's failure stops setup
+  .venv/bin/pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 | { grep -v '^WARNING: Location' || true; }
   .venv/bin/python - <<'PY'
 import torch, nbdev, execnb, fastcore, ipywidgets  # ipywidgets: the notebooks' sliders and JupyterLab's run-all check
 assert torch.__version__.startswith('2.13.0'), torch.__version__

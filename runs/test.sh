@@ -48,11 +48,13 @@ fi
 # It prints the failing ones like nbdev_test; every other tested notebook counts as passed.
 nbs=$(ls nbs/*.ipynb | grep -v '/_' | wc -l)
 t0=$(date +%s)
-python runs/nb_run.py --n_workers ${NBDEV_WORKERS:-2} --timing > /tmp/nbdev_test.log 2>&1; rc=$?
-cat /tmp/nbdev_test.log | tail -n 60
-nb_failed=$(sed -n '/Tests Failed On The Following Notebooks/,$p' /tmp/nbdev_test.log | grep -c '\.ipynb' || true)
+log=$(mktemp); fp32_log=$(mktemp); inductor_avx2=''  # this run's own files: two runs on one machine never share them
+trap 'rm -rf "$log" "$fp32_log" ${inductor_avx2:+"$inductor_avx2"}' EXIT
+python runs/nb_run.py --n_workers ${NBDEV_WORKERS:-2} --timing > "$log" 2>&1; rc=$?
+tail -n 60 "$log"
+nb_failed=$(sed -n '/Tests Failed On The Following Notebooks/,$p' "$log" | grep -c '\.ipynb' || true)
 # nb_run's own count of what ran, when it got that far; without it (a crash) every notebook found counts, one failed
-if summary=$(grep -oE 'nb_run: [0-9]+ passed, [0-9]+ failed of [0-9]+' /tmp/nbdev_test.log | tail -n 1) && [ -n "$summary" ]; then
+if summary=$(grep -oE 'nb_run: [0-9]+ passed, [0-9]+ failed of [0-9]+' "$log" | tail -n 1) && [ -n "$summary" ]; then
   nbs=$(echo "$summary" | awk '{print $7}'); nb_failed=$(echo "$summary" | awk '{print $4}')
 fi
 if [ $rc -ne 0 ] && [ "$nb_failed" -eq 0 ]; then nb_failed=1; fi
@@ -69,14 +71,15 @@ FP32_NBS='^(00_common|04_attention|05_gpt|06_optim|12_engine|24_base_train)\.ipy
 bf16_fast() { python -c "from nanochat.common import cpu_bf16_matmul_is_fast as f; exit(0 if f() else 1)"; }
 if bf16_fast 2>/dev/null; then
   capped="ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2"
-  capped="$capped TORCHINDUCTOR_CACHE_DIR=$(mktemp -d /tmp/inductor_avx2_XXXX)"
+  inductor_avx2=$(mktemp -d /tmp/inductor_avx2_XXXX)
+  capped="$capped TORCHINDUCTOR_CACHE_DIR=$inductor_avx2"
   t0=$(date +%s)
   if (export $capped; bf16_fast); then
     echo "SKIP: fp32 paths: capping the kernels at AVX2 did not make bf16 slow on this CPU, so they cannot be taken"
-  elif env $capped nbdev_test --path nbs --file_re "$FP32_NBS" --n_workers ${NBDEV_WORKERS:-2} > /tmp/nbdev_fp32.log 2>&1; then
+  elif env $capped nbdev_test --path nbs --file_re "$FP32_NBS" --n_workers ${NBDEV_WORKERS:-2} > "$fp32_log" 2>&1; then
     ok "fp32 paths: 00, 04, 05, 06, 12, 24 pass with the kernels capped at AVX2 ($(( $(date +%s) - t0 )) s)"
   else
-    grep -v '^USDT' /tmp/nbdev_fp32.log | tail -n 40
+    grep -v '^USDT' "$fp32_log" | tail -n 40
     bad "fp32 paths: notebooks fail with the kernels capped at AVX2 (as on a CPU without bf16 units)"
   fi
 else
