@@ -22,6 +22,12 @@ def save_checkpoint(checkpoint_dir, step, model_data, optimizer_data, meta_data,
     """Write optim (each rank), then model and meta (rank 0): meta last, so an interrupted save is never 'latest'.
     Collective under torchrun: every rank must call it (the ranks meet at a barrier before rank 0 writes the model)."""
     os.makedirs(checkpoint_dir, exist_ok=True)
+    if optimizer_data is None and rank == 0:
+        # a save without optimizer state (SFT's final one) must not pair with optimizer files another run left at
+        # this step: a step with optim and meta files counts as resumable, and resuming would mix the two runs
+        for name in os.listdir(checkpoint_dir):  # not glob: '[' in the directory's path is a pattern
+            if name.startswith(f"optim_{step:06d}_rank") and name.endswith(".pt"):
+                os.remove(os.path.join(checkpoint_dir, name))
     if optimizer_data is not None:  # optimizer state is sharded across ranks: each rank saves its own
         _torch_save_atomic(optimizer_data, os.path.join(checkpoint_dir, f"optim_{step:06d}_rank{rank:d}.pt"))
     if dist.is_available() and dist.is_initialized():

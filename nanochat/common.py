@@ -12,8 +12,8 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
            'parse_dtype', 'forced_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept',
            'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run',
-           'parse_config', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
-           'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'parse_config', 'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
+           'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
@@ -690,6 +690,16 @@ def parse_config(cls, argv=None, description=None):
     cfg = cls(**vars(args))
     exit_if_dry_run(cls.__name__)
     return cfg
+
+# %% ../nbs/00_common.ipynb #1c79336c
+def check_model_tag(model_tag):
+    "Refuse a `--model-tag` that is not one plain directory name (None: not set, the script picks the tag)"
+    if model_tag is None:
+        return
+    separators = {"/", os.sep, os.altsep} - {None}  # an absolute path has one too
+    if model_tag in ("", ".", "..") or any(s in model_tag for s in separators):
+        raise ValueError(f"--model-tag={model_tag!r} must be one plain directory name (no path separator, not '.' "
+                         f"or '..', not empty): checkpoints live in <base_dir>/<stage>_checkpoints/<model_tag>")
 
 # %% ../nbs/00_common.ipynb #56475552
 def asdict_config(cfg):

@@ -40,12 +40,16 @@ def resolve_tokenizer(spec=""):
 def resolve_token_bytes(spec, tokenizer, tokenizer_dir, device="cpu"):
     "Byte length of each token id: `token_bytes.pt` of the tokenizer's directory (computed if an LZ78/BPE dir lacks it)"
     if spec == "":
-        return get_token_bytes(device=device)  # nanochat's default, with its error when missing
+        return get_token_bytes(device=device, tokenizer=tokenizer)  # nanochat's default, with its error when missing
     path = os.path.join(tokenizer_dir, "token_bytes.pt")
     if not os.path.exists(path):
         return compute_token_bytes(tokenizer).to(device)
     with open(path, "rb") as f:
-        return torch.load(f, map_location=device)
+        token_bytes = torch.load(f, map_location=device)
+    if len(token_bytes) != tokenizer.get_vocab_size():  # another tokenizer's: every bpb would be silently wrong
+        raise ValueError(f"{path} has {len(token_bytes):,} ids, the tokenizer {tokenizer.get_vocab_size():,}: "
+                         f"save the tokenizer again")
+    return token_bytes
 
 def resolve_token_metadata(tokenizer, tokenizer_dir, device="cpu"):
     "parent/last_byte/depth/ancestors per token id: the saved `token_metadata.pt` if any, else computed"

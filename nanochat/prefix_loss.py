@@ -58,6 +58,8 @@ def prefix_smoothed_loss(logits, targets, ancestors, kind="soft", weight=0.1, de
     elif kind in ("soft", "interp"):
         chains = ancestors[t] # (N, D)
         logp = logits.gather(1, chains.clamp(min=0)) - lse[:, None] # (N, D) log-probabilities of the chain
+        # padding gathered column 0: zeroed here, not by its weight 0 (0 * -inf is NaN where token 0's logit is -inf)
+        logp = torch.where(chains >= 0, logp, 0.0)
         loss = -(chain_weights(chains, kind, weight, decay) * logp).sum(-1) # (N,)
     loss = torch.where(valid, loss, 0.0)
     return loss if reduction == "none" else loss.sum() / valid.sum()

@@ -305,9 +305,9 @@ def compute_token_bytes(tokenizer):
     lengths = [0 if i in special_ids else len(tokenizer.id_to_bytes(i)) for i in range(tokenizer.get_vocab_size())]
     return torch.tensor(lengths, dtype=torch.int32)
 
-def save_token_bytes(tokenizer, tokenizer_dir):
-    "Write `token_bytes.pt` next to the tokenizer; returns the tensor"
-    token_bytes = compute_token_bytes(tokenizer)
+def save_token_bytes(tokenizer, tokenizer_dir, token_bytes=None):
+    "Write `token_bytes.pt` (`token_bytes`, default: computed) next to the tokenizer; returns the tensor"
+    token_bytes = compute_token_bytes(tokenizer) if token_bytes is None else token_bytes
     atomic_write(os.path.join(tokenizer_dir, "token_bytes.pt"), lambda f: torch.save(token_bytes, f))
     return token_bytes
 
@@ -423,10 +423,18 @@ def get_tokenizer():
     "The tokenizer in `<base_dir>/tokenizer`"
     return load_tokenizer(os.path.join(get_base_dir(), "tokenizer"))
 
-def get_token_bytes(device="cpu"):
-    "The byte length of each token id (`token_bytes.pt`), used to compute bits per byte"
-    path = os.path.join(get_base_dir(), "tokenizer", "token_bytes.pt")
+def get_token_bytes(device="cpu", tokenizer=None):
+    """The byte length of each token id (`token_bytes.pt`), used to compute bits per byte; checked against
+    `tokenizer` (default: the tokenizer saved beside it)"""
+    tokenizer_dir = os.path.join(get_base_dir(), "tokenizer")
+    path = os.path.join(tokenizer_dir, "token_bytes.pt")
     if not os.path.exists(path):
         raise FileNotFoundError(f"token bytes not found at {path}: {_TRAIN_HINT}")
     with open(path, "rb") as f:
-        return torch.load(f, map_location=device)
+        token_bytes = torch.load(f, map_location=device)
+    # a token_bytes.pt left by another tokenizer gives a bpb that is silently wrong (special ids counted as text)
+    vocab_size = (tokenizer or load_tokenizer(tokenizer_dir)).get_vocab_size()
+    if len(token_bytes) != vocab_size:
+        raise ValueError(f"{path} has {len(token_bytes):,} entries but the tokenizer has {vocab_size:,} ids: it was "
+                         f"written for another tokenizer; {_TRAIN_HINT}")
+    return token_bytes

@@ -4,9 +4,10 @@
 
 # %% auto #0
 __all__ = ['SAMPLE_PROMPTS', 'PHASES', 'OP_KINDS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps',
-           'get_num_iterations', 'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'check_horizon', 'setup',
-           'train_step', 'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save',
-           'due', 'train', 'report_training', 'main', 'profile_steps', 'count_step_flops']
+           'get_num_iterations', 'check_positive_or_unset', 'check_config', 'optimizer_kwargs', 'LoopState', 'Run',
+           'check_lz78_flags', 'check_horizon', 'setup', 'train_step', 'peak_memory_mb', 'log_step', 'evaluate_val_bpb',
+           'sample', 'evaluate_core_metric', 'save', 'due', 'train', 'report_training', 'main', 'profile_steps',
+           'count_step_flops']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
 import os, sys, time, resource, functools
@@ -16,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.profiler import record_function
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
-                             parse_config, asdict_config, get_wandb, in_notebook)
+                             parse_config, asdict_config, get_wandb, in_notebook, check_model_tag)
 
 # %% ../../nbs/24_base_train.ipynb #76100585
 @dataclass
@@ -83,6 +84,9 @@ def build_model_meta(cfg, vocab_size, depth=None, token_metadata=None):
 # %% ../../nbs/24_base_train.ipynb #244feb30
 def get_grad_accum_steps(total_batch_size, device_batch_size, max_seq_len, world_size=1):
     "Micro-steps per optimizer step; a clear error when the batch does not divide"
+    for flag, value in (("--device-batch-size", device_batch_size), ("--max-seq-len", max_seq_len)):
+        if value < 1:  # 0 divides by zero below; a negative size divides a negative total and fails at the first batch
+            raise ValueError(f"{flag}={value} must be at least 1")
     per_step = device_batch_size * max_seq_len * world_size
     if total_batch_size <= 0 or total_batch_size % per_step:
         example = per_step * max(1, round(max(total_batch_size, 1) / per_step))
@@ -100,6 +104,24 @@ def get_num_iterations(cfg, num_flops_per_token, num_params):
     if cfg.target_param_data_ratio > 0:
         return max(1, int(cfg.target_param_data_ratio * num_params) // cfg.total_batch_size)
     raise ValueError("no training horizon: set --num-iterations, --target-flops or --target-param-data-ratio")
+
+def check_positive_or_unset(flag, value):
+    "Refuse a value that is neither positive nor -1, the flag's 'not set' (0 or -7 would quietly mean 'not set' too)"
+    if value != -1 and value <= 0:
+        raise ValueError(f"{flag}={value} must be positive, or -1 (not set)")
+
+def check_config(cfg):
+    "The model tag, the horizon and the learning-rate schedule, checked before any work"
+    check_model_tag(cfg.model_tag)
+    check_positive_or_unset("--num-iterations", cfg.num_iterations)
+    check_positive_or_unset("--target-flops", cfg.target_flops)
+    check_positive_or_unset("--target-param-data-ratio", cfg.target_param_data_ratio)
+    for flag, value in (("--warmup-ratio", cfg.warmup_ratio), ("--warmdown-ratio", cfg.warmdown_ratio),
+                        ("--final-lr-frac", cfg.final_lr_frac)):
+        if not 0 <= value <= 1:  # outside, the multiplier overshoots 1 or goes negative (gradient ascent)
+            raise ValueError(f"{flag}={value} must be in [0, 1]")
+    if cfg.warmup_ratio + cfg.warmdown_ratio > 1:  # get_lr_multiplier would warm up into the warmdown, then drop
+        raise ValueError(f"--warmup-ratio={cfg.warmup_ratio} + --warmdown-ratio={cfg.warmdown_ratio} must be at most 1")
 
 # %% ../../nbs/24_base_train.ipynb #6c25df0e
 def optimizer_kwargs(cfg):
@@ -122,6 +144,8 @@ class LoopState:
     total_training_time: float = 0.0
     losses: list = None  # (step, debiased smoothed loss) history for plots
     bpbs: list = None  # (step, val bpb) history for plots
+    core_metric: float = None  # the last CORE estimate, for the report (a run resumed at its end evaluates nothing)
+    mfu: float = 0.0  # the last step's MFU in %, for the report
 
     def __post_init__(self):
         self.losses = self.losses or []
@@ -158,8 +182,7 @@ class Run(StageRun):
     num_params: int = 0  # parameter count, for the tokens:params horizon
     num_iterations: int = 0  # optimizer steps to take
     peak_flops: float = 0.0  # peak FLOP/s of all ranks together: the denominator of MFU
-    mfu: float = 0.0  # the last step's MFU, in %
-    state: LoopState = None  # step, losses, bpbs...: what a checkpoint restores
+    state: LoopState = None  # step, losses, bpbs, last CORE and MFU...: what a checkpoint restores
     start_step: int = 0  # the step this process started from (0, or --resume-from-step)
     t_start: float = 0.0  # wall-clock time at the start of the loop, for the ETA
     core_results: dict = None  # the last CORE evaluation (evaluate_core's dict)
@@ -245,6 +268,7 @@ def check_horizon(step, num_steps, resume_from_step, flags="--num-iterations"):
 def setup(cfg):
     "Device, tokenizer, model, optimizers, data and horizon for a run of `cfg`"
     from nanochat.core_eval import check_core_crop
+    check_config(cfg)
     check_core_crop(cfg.core_crop)  # a bad --core-crop fails now, not at the first CORE evaluation
     check_lz78_flags(cfg)
     run = Run(cfg=cfg)
@@ -319,15 +343,15 @@ def log_step(run, loss, dt, lrm):
     if st.step > 10 or run.num_iterations <= 20:
         st.total_training_time += dt  # skip warm-up/compile steps
     tok_per_sec = cfg.total_batch_size / dt
-    run.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
+    st.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
     done = (st.step + 1) / run.num_iterations
     eta = (time.time() - run.t_start) / max(st.step + 1 - run.start_step, 1) * (run.num_iterations - st.step - 1)
     bar = f"[{'#' * int(20 * done):<20}] " if sys.stdout.isatty() else ""
     print0(f"{bar}step {st.step:05d}/{run.num_iterations:05d} ({100 * done:.1f}%) | loss: {smooth:.4f} "
-           f"| lrm: {lrm:.2f} | dt: {dt * 1000:.0f}ms | tok/sec: {tok_per_sec:,.0f} | mfu: {run.mfu:.2f}% "
+           f"| lrm: {lrm:.2f} | dt: {dt * 1000:.0f}ms | tok/sec: {tok_per_sec:,.0f} | mfu: {st.mfu:.2f}% "
            f"| mem: {peak_memory_mb(run.device_type):,.0f}MB | eta: {eta / 60:.1f}m")
     run.wandb.log({"step": st.step, "train/loss": smooth, "train/lrm": lrm, "train/tok_per_sec": tok_per_sec,
-                   "train/mfu": run.mfu})
+                   "train/mfu": st.mfu})
     return smooth
 
 # %% ../../nbs/24_base_train.ipynb #ccd451c8
@@ -390,6 +414,7 @@ def evaluate_core_metric(run):
                                 max_per_task=run.cfg.core_metric_max_per_task,
                                 max_seq_len=core_max_seq_len(run.orig_model, run.cfg.core_crop))
     run.orig_model.train()
+    run.state.core_metric = results["core_metric"]
     print0(f"Step {run.state.step:05d} | {results['core_label']}: {results['core_metric']:.4f}")
     run.wandb.log({"step": run.state.step, "core_metric": results["core_metric"]})
     return results
@@ -431,7 +456,7 @@ def train(cfg, on_step=None):
             run.core_results = evaluate_core_metric(run)
         if not resumed_here and run.master and due(cfg.sample_every, st.step, last_step, at_zero=False):
             sample(run)
-        if last_step or (st.step > 0 and st.step != cfg.resume_from_step and due(cfg.save_every, st.step, False)):
+        if not resumed_here and (last_step or (st.step > 0 and due(cfg.save_every, st.step, False))):
             save(run)
         if last_step:
             break
@@ -455,12 +480,12 @@ def report_training(run):
     if st.bpbs:
         plot += report.plot("base-val-bpb", {"val bpb": tuple(zip(*st.bpbs))}, title="validation bits per byte",
                             ylabel="bpb")
-    core = run.core_results["core_metric"] if run.core_results else None
     report.log("Base model training", [asdict_config(cfg), {
         "Number of parameters": run.num_params, "FLOPs per token": f"{run.num_flops_per_token:e}",
         "Number of iterations": run.num_iterations, "Training tokens": cfg.total_batch_size * run.num_iterations,
-        "Minimum validation bpb": st.min_val_bpb, "Final validation bpb": st.val_bpb, "CORE metric estimate": core,
-        "MFU %": f"{run.mfu:.2f}%", "Total training time (s)": st.total_training_time}, plot])
+        "Minimum validation bpb": st.min_val_bpb, "Final validation bpb": st.val_bpb,
+        "CORE metric estimate": st.core_metric, "MFU %": f"{st.mfu:.2f}%",
+        "Total training time (s)": st.total_training_time}, plot])
 
 def main(argv=None):
     "The base_train script"

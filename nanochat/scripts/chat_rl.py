@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
-                             asdict_config, get_wandb, in_notebook, round_up)
+                             asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
 from ..engine import rows_per_prompt
-from .base_train import due, check_horizon
+from .base_train import due, check_horizon, check_positive_or_unset
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -124,9 +124,13 @@ class RLState:
         self.evals = [tuple(x) for x in self.evals or []]
 
 def check_config(cfg, world_size):
-    "Flag combinations nanochat asserts, as errors that name the flags"
+    "Flag combinations nanochat asserts (or takes), as errors that name the flags"
     if cfg.source not in ("sft", "mid"):
         raise ValueError(f"--source={cfg.source!r}: use sft or mid")
+    check_model_tag(cfg.model_tag)  # it names the output directory too
+    check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: --num-epochs over the train split
+    if cfg.num_epochs < 1:
+        raise ValueError(f"--num-epochs={cfg.num_epochs} must be at least 1")
     if cfg.device_batch_size < 1:
         raise ValueError(f"--device-batch-size={cfg.device_batch_size} must be at least 1")
     if cfg.num_samples < 1 or cfg.num_samples % cfg.device_batch_size:
@@ -134,6 +138,10 @@ def check_config(cfg, world_size):
                          f"--device-batch-size={cfg.device_batch_size}")
     if cfg.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens={cfg.max_new_tokens} must be at least 1")
+    if cfg.temperature < 0:  # else the engine's assertion, after the model loads
+        raise ValueError(f"--temperature={cfg.temperature} must be at least 0 (0: greedy)")
+    if cfg.top_k < 0:  # else quietly no limit, as 0
+        raise ValueError(f"--top-k={cfg.top_k} must be at least 0 (0: no limit)")
     if cfg.eval_batch_problems < 1:
         raise ValueError(f"--eval-batch-problems={cfg.eval_batch_problems} must be at least 1")
     if cfg.rollout_batch_questions < 1:

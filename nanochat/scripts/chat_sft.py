@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['SFT_MIXTURE', 'SFT_STAND_INS', 'METRIC_TASKS', 'METRIC_STAND_INS', 'SFTConfig', 'sft_collate', 'sft_data_generator',
-           'build_sft_mixture', 'metric_tasks', 'get_sft_grad_accum_steps', 'SFTState', 'SFTRun', 'setup', 'train_step',
-           'log_step', 'evaluate_val_loss', 'evaluate_metrics', 'save', 'train', 'report_training', 'main']
+           'build_sft_mixture', 'metric_tasks', 'get_sft_grad_accum_steps', 'check_config', 'SFTState', 'SFTRun',
+           'setup', 'train_step', 'log_step', 'evaluate_val_loss', 'evaluate_metrics', 'save', 'train',
+           'report_training', 'main']
 
 # %% ../../nbs/28_chat_sft.ipynb #5bb9c1af
 import os, sys, time
@@ -14,8 +15,8 @@ from typing import Any, Callable, ClassVar, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
-                             parse_config, asdict_config, get_wandb, in_notebook, round_up)
-from .base_train import peak_memory_mb, due
+                             parse_config, asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
+from .base_train import peak_memory_mb, due, check_positive_or_unset
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
                                         mean_target_loss)
 
@@ -115,11 +116,25 @@ def metric_tasks():
 # %% ../../nbs/28_chat_sft.ipynb #05876c06
 def get_sft_grad_accum_steps(target_examples_per_step, device_batch_size, world_size=1):
     "Micro-batches per optimizer step; a clear error when the examples do not divide"
+    if device_batch_size < 1:  # 0 divides by zero below; a negative size divides a negative total
+        raise ValueError(f"--device-batch-size={device_batch_size} must be at least 1")
     per_step = device_batch_size * world_size
     if target_examples_per_step <= 0 or target_examples_per_step % per_step:
         raise ValueError(f"--target-examples-per-step={target_examples_per_step} must be a positive multiple of "
                          f"--device-batch-size x world_size = {device_batch_size} x {world_size} = {per_step}")
     return target_examples_per_step // per_step
+
+def check_config(cfg):
+    "The flags that would otherwise fail after the model loads, or be taken as another value, checked before any work"
+    if cfg.source not in ("base", "mid"):
+        raise ValueError(f"--source={cfg.source!r}: use base or mid")
+    check_model_tag(cfg.model_tag)  # it names the output directory too
+    check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: --num-epochs of the mixture
+    check_positive_or_unset("--max-seq-len", cfg.max_seq_len)  # -1: the model's sequence_len
+    if cfg.num_epochs < 1:
+        raise ValueError(f"--num-epochs={cfg.num_epochs} must be at least 1")
+    if cfg.eval_steps < 1:  # the mean of no batch at all fails after the model loads (--eval-every=-1 turns it off)
+        raise ValueError(f"--eval-steps={cfg.eval_steps} must be at least 1")
 
 @dataclass
 class SFTState:
@@ -165,8 +180,7 @@ class SFTRun(StageRun):
 def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, loaders and horizon for a run of `cfg` (`datasets` overrides the mixture)"
     from nanochat.checkpoint_manager import load_resume_checkpoint
-    if cfg.source not in ("base", "mid"):
-        raise ValueError(f"--source={cfg.source!r}: use base or mid")
+    check_config(cfg)
     run = SFTRun(cfg=cfg)
     run.grad_accum_steps = get_sft_grad_accum_steps(cfg.target_examples_per_step, cfg.device_batch_size,
                                                     int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work

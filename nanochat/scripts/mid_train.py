@@ -14,8 +14,9 @@ from typing import Any, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
-                             parse_config, asdict_config, get_wandb, in_notebook)
-from .base_train import LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon
+                             parse_config, asdict_config, get_wandb, in_notebook, check_model_tag)
+from .base_train import (LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon,
+                                         check_positive_or_unset)
 
 # %% ../../nbs/27_mid_train.ipynb #bd255f1f
 @dataclass
@@ -171,8 +172,7 @@ class MidRun(StageRun):
     num_iterations: int = -1  # optimizer steps to take (-1: one epoch)
     num_flops_per_token: int = 0  # model FLOPs per token, forward + backward (GPT.estimate_flops)
     peak_flops: float = 0.0  # peak FLOP/s of all ranks together: the denominator of MFU
-    mfu: float = 0.0  # the last step's MFU, in %
-    state: MidLoopState = None  # step, progress, losses, bpbs...: what a checkpoint restores
+    state: MidLoopState = None  # step, progress, losses, bpbs, last MFU...: what a checkpoint restores
     start_step: int = 0  # the step this process started from
     start_progress: float = 0.0  # the progress it started from, for the ETA
     t_start: float = 0.0  # wall-clock time at the start of the loop
@@ -186,6 +186,8 @@ def setup(cfg, datasets=None):
     from nanochat.checkpoint_manager import load_resume_checkpoint
     if cfg.pack not in ("crop", "pad"):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
+    check_model_tag(cfg.model_tag)  # it names the output directory too
+    check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: one epoch
     run = MidRun(cfg=cfg)
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
@@ -290,15 +292,15 @@ def log_step(run, loss, dt, lrm):
     if st.step > 10:
         st.total_training_time += dt  # skip the first steps (compilation, warm-up)
     tok_per_sec = cfg.total_batch_size / dt
-    run.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
+    st.mfu = get_mfu(run.num_flops_per_token, tok_per_sec, run.peak_flops)
     done = min(st.progress, 1.0)
     eta = (time.time() - run.t_start) / max(done - run.start_progress, 1e-9) * (1 - done)
     bar = f"[{'#' * int(20 * done):<20}] " if sys.stdout.isatty() else ""
     print0(f"{bar}step {st.step:05d} ({100 * done:.1f}%) | loss: {smooth:.4f} | lrm: {lrm:.2f} | dt: {dt * 1000:.0f}ms "
-           f"| tok/sec: {tok_per_sec:,.0f} | mfu: {run.mfu:.2f}% | epoch: {run.consumed_state['epoch']} "
+           f"| tok/sec: {tok_per_sec:,.0f} | mfu: {st.mfu:.2f}% | epoch: {run.consumed_state['epoch']} "
            f"| mem: {peak_memory_mb(run.device_type):,.0f}MB | eta: {eta / 60:.1f}m")
     run.wandb.log({"step": st.step, "train/loss": smooth, "train/lrm": lrm, "train/tok_per_sec": tok_per_sec,
-                   "train/mfu": run.mfu})
+                   "train/mfu": st.mfu})
     return smooth
 
 def evaluate_val_bpb(run):

@@ -8,8 +8,8 @@ __all__ = ['SANITY_TEXT', 'TokTrainConfig', 'text_iterator', 'main']
 # %% ../../nbs/21_tok_train.ipynb #55d472af
 import os, time
 from dataclasses import dataclass
-from ..common import get_base_dir, parse_config, print0, in_notebook
-from ..tokenizer import RustBPETokenizer, save_token_bytes
+from ..common import get_base_dir, parse_config, config_parser, print0, in_notebook
+from ..tokenizer import RustBPETokenizer, compute_token_bytes, save_token_bytes
 from ..report import get_report
 
 # %% ../../nbs/21_tok_train.ipynb #d36ea401
@@ -41,7 +41,10 @@ SANITY_TEXT = ("Hello world! This is a test.\nNumbers: 123, 4567, 89\nContractio
 def main(argv=None):
     "Train the tokenizer and write it, and token_bytes.pt, to <base_dir>/tokenizer"
     cfg = parse_config(TokTrainConfig, argv)
-    from nanochat.dataset import parquets_iter_batched
+    for flag, value in (("--doc-cap", cfg.doc_cap), ("--max-chars", cfg.max_chars)):
+        if value < 1:  # 0 trains on nothing, and a negative --doc-cap would cut documents as a slice from the end
+            config_parser(TokTrainConfig).error(f"{flag}={value}: must be at least 1")  # usage + exit code 2
+    from nanochat.dataset import get_data_dir, parquets_iter_batched
     print0(f"max_chars: {cfg.max_chars:,} | doc_cap: {cfg.doc_cap:,} | vocab_size: {cfg.vocab_size:,}")
     stats = {}
     t0 = time.time()
@@ -49,13 +52,21 @@ def main(argv=None):
         text_iterator(parquets_iter_batched(split="train"), cfg.max_chars, cfg.doc_cap, stats), cfg.vocab_size)
     train_time = time.time() - t0
     print0(f"Training time: {train_time:.2f}s on {stats['docs']:,} documents, {stats['chars']:,} characters")
+    if stats['chars'] == 0:  # a tokenizer of bytes alone must not replace a trained one
+        raise ValueError(f"no training text: the train shards in {get_data_dir()} hold 0 characters")
     if tokenizer.get_vocab_size() < cfg.vocab_size:  # a small corpus runs out of pairs to merge
         print0(f"Note: the corpus only supported {tokenizer.get_vocab_size():,} tokens (asked for {cfg.vocab_size:,})")
-    tokenizer_dir = os.path.join(get_base_dir(), "tokenizer")
-    tokenizer.save(tokenizer_dir)
+    # everything is checked and computed before anything is written
     if tokenizer.decode(tokenizer.encode(SANITY_TEXT)) != SANITY_TEXT:
-        raise RuntimeError("tokenizer round trip failed")
-    token_bytes = save_token_bytes(tokenizer, tokenizer_dir)
+        raise RuntimeError("tokenizer round trip failed: nothing was saved")
+    token_bytes = compute_token_bytes(tokenizer)
+    tokenizer_dir = os.path.join(get_base_dir(), "tokenizer")
+    # the old token bytes go first: killed in between, a run leaves none (a clear error), never the old tokenizer's
+    token_bytes_path = os.path.join(tokenizer_dir, "token_bytes.pt")
+    if os.path.exists(token_bytes_path):
+        os.remove(token_bytes_path)
+    tokenizer.save(tokenizer_dir)
+    save_token_bytes(tokenizer, tokenizer_dir, token_bytes)
     print0(f"Saved tokenizer and token_bytes.pt to {tokenizer_dir}")
     nonzero = token_bytes[token_bytes > 0].float()
     get_report().log(section="Tokenizer training", data=[
