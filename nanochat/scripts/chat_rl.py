@@ -142,6 +142,10 @@ def check_config(cfg, world_size):
         raise ValueError(f"--temperature={cfg.temperature} must be at least 0 (0: greedy)")
     if cfg.top_k < 0:  # else quietly no limit, as 0
         raise ValueError(f"--top-k={cfg.top_k} must be at least 0 (0: no limit)")
+    if not cfg.init_lr_frac > 0:  # 0 would train nothing, a negative fraction ascend the loss
+        raise ValueError(f"--init-lr-frac={cfg.init_lr_frac} must be positive")
+    if cfg.eval_examples < 1:  # pass@k over no problem would report 0
+        raise ValueError(f"--eval-examples={cfg.eval_examples} must be at least 1 (--eval-every=-1 turns it off)")
     if cfg.eval_batch_problems < 1:
         raise ValueError(f"--eval-batch-problems={cfg.eval_batch_problems} must be at least 1")
     if cfg.rollout_batch_questions < 1:

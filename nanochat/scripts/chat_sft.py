@@ -135,6 +135,8 @@ def check_config(cfg):
         raise ValueError(f"--num-epochs={cfg.num_epochs} must be at least 1")
     if cfg.eval_steps < 1:  # the mean of no batch at all fails after the model loads (--eval-every=-1 turns it off)
         raise ValueError(f"--eval-steps={cfg.eval_steps} must be at least 1")
+    if not cfg.init_lr_frac > 0:  # 0 would train nothing, a negative fraction ascend the loss
+        raise ValueError(f"--init-lr-frac={cfg.init_lr_frac} must be positive")
 
 @dataclass
 class SFTState:

@@ -188,6 +188,8 @@ def setup(cfg, datasets=None):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: one epoch
+    if not cfg.init_lr_frac > 0:  # 0 would train nothing, a negative fraction ascend the loss
+        raise ValueError(f"--init-lr-frac={cfg.init_lr_frac} must be positive")
     run = MidRun(cfg=cfg)
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
