@@ -494,7 +494,7 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
         cos_sin = self.cos[:, positions], self.sin[:, positions]
     else:
         if kv_cache is not None:
-            check_kv_cache(self.config, kv_cache, B) # another model's cache gives wrong logits, not an error
+            check_kv_cache(self.config, kv_cache, B, T0, T) # another model's cache gives wrong logits, not an error
         if T0 + T > self.cos.size(1):
             raise ValueError(f"Sequence length grew beyond the rotary embeddings cache: positions {T0}..{T0 + T - 1} "
                              f"but only {self.cos.size(1)} (10 x sequence_len) were precomputed")
@@ -542,15 +542,18 @@ def forward(self: GPT, idx, targets=None, kv_cache=None, loss_reduction='mean'):
     return logits
 
 # %% ../nbs/05_gpt.ipynb #201566a2
-def check_kv_cache(config, kv_cache, B):
-    "Refuse a KV cache built for another model or batch: its layout is (n_layer, B, T_max, n_kv_head, head_dim)"
-    n_layer, batch, _, n_kv_head, head_dim = kv_cache.k_cache.shape
+def check_kv_cache(config, kv_cache, B, T0, T):
+    """Refuse a KV cache built for another model or batch (its layout: (n_layer, B, T_max, n_kv_head, head_dim)), and
+    positions `T0..T0+T-1` beyond its end before any layer writes (FA3 itself would only be stopped by `advance`)"""
+    n_layer, batch, T_max, n_kv_head, head_dim = kv_cache.k_cache.shape
     want = (config.n_layer, config.n_kv_head, config.n_embd // config.n_head)
     if (n_layer, n_kv_head, head_dim) != want:
         raise ValueError(f"KV cache for {n_layer} layers, {n_kv_head} kv heads of {head_dim} does not fit this model "
                          f"({want[0]} layers, {want[1]} kv heads of {want[2]})")
     if batch != B:
         raise ValueError(f"KV cache holds {batch} rows, the input has {B}")
+    if T0 + T > T_max:
+        raise ValueError(f"KV cache overflow: positions {T0}..{T0 + T - 1} do not fit in a cache of {T_max} positions")
 
 # %% ../nbs/05_gpt.ipynb #4b7824fb
 @patch
