@@ -150,7 +150,8 @@ def main():
     os.environ.update(NANOCHAT_BASE_DIR=base, NANOCHAT_DATA_DIR=corpus)
     bench_train.ensure_tokenizer(base, corpus)
     from nanochat.tokenizer import get_tokenizer, get_token_bytes
-    tokenizer, token_bytes = get_tokenizer(), get_token_bytes("cpu")
+    tokenizer = get_tokenizer()
+    token_bytes = get_token_bytes("cpu", tokenizer=tokenizer)
     peak = bench_train.machine_report()
     side = bench_train.Side()
     depths = [int(d) for d in args.depths.split(",")]

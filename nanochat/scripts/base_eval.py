@@ -65,7 +65,7 @@ def evaluate_bpb_splits(model, tokenizer, device, sequence_len, device_batch_siz
     from nanochat.tokenizer import get_token_bytes
     if device_batch_size < 1 or split_tokens < 1:
         raise ValueError(f"device_batch_size={device_batch_size}, split_tokens={split_tokens}: both must be positive")
-    token_bytes = get_token_bytes(device) if token_bytes is None else token_bytes
+    token_bytes = get_token_bytes(device, tokenizer=tokenizer) if token_bytes is None else token_bytes
     tokens_per_step = device_batch_size * sequence_len * world_size
     steps = max(1, split_tokens // tokens_per_step)
     if steps * tokens_per_step != split_tokens:

@@ -202,7 +202,7 @@ def setup(cfg, datasets=None):
     if cfg.device_batch_size > base_meta.get("device_batch_size", cfg.device_batch_size):
         print0(f"FOOTGUN WARNING: the base model trained with --device-batch-size={base_meta['device_batch_size']}; "
                f"{cfg.device_batch_size} may not fit in memory")
-    run.token_bytes = get_token_bytes(device=run.device)
+    run.token_bytes = get_token_bytes(device=run.device, tokenizer=run.tokenizer)
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
