@@ -11,7 +11,7 @@ __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_larges
 import os, re, json, pickle, zipfile
 import torch
 import torch.distributed as dist
-from .common import get_base_dir, atomic_write, get_compute_dtype, logger
+from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag
 
 # %% ../nbs/07_checkpoint.ipynb #4f6de2fc
 def _torch_save_atomic(obj, path):
@@ -199,6 +199,7 @@ def get_checkpoints_dir(source):
 def resolve_checkpoint(source, model_tag=None, step=None):
     "`(checkpoint_dir, step)`, guessing the largest model and the last complete step when not given"
     checkpoints_dir = get_checkpoints_dir(source)
+    check_model_tag(model_tag)  # a path would read (and a resumed run write) outside <base_dir>/<stage>_checkpoints
     try:
         model_tag = model_tag or find_largest_model(checkpoints_dir)
         checkpoint_dir = os.path.join(checkpoints_dir, model_tag)

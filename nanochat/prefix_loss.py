@@ -53,7 +53,10 @@ def prefix_smoothed_loss(logits, targets, ancestors, kind="soft", weight=0.1, de
         columns = torch.where(chains >= 0, chains, V)
         multi_hot = logits.new_zeros(logits.size(0), V + 1).scatter_(1, columns, ones)[:, :V] # (N, V)
         pw = torch.tensor(pos_weight, dtype=logits.dtype, device=logits.device)
-        bce = F.binary_cross_entropy_with_logits(logits, multi_hot, pos_weight=pw, reduction="none").mean(-1) # (N,)
+        # a logit of -inf (a masked token) is clamped to the lowest finite float: as a negative its term is then 0,
+        # as torch computes it on -inf gives 0 * -inf = NaN; the clamp passes no gradient to it, as the limit has none
+        x = logits.clamp(min=torch.finfo(logits.dtype).min)
+        bce = F.binary_cross_entropy_with_logits(x, multi_hot, pos_weight=pw, reduction="none").mean(-1) # (N,)
         loss = (1 - weight) * loss + weight * bce
     elif kind in ("soft", "interp"):
         chains = ancestors[t] # (N, D)

@@ -160,18 +160,19 @@ def main(argv=None):
 
 # %% ../../nbs/25_base_eval.ipynb #625cbe1a
 def log_report(out):
-    "Log the evaluation to the report's 'Base model evaluation' section"
+    """Log each half that ran to its own report section, as nanochat a91743c's two scripts did ('Base model loss',
+    'Base model evaluation'): a run of one half leaves the other half's section as it was"""
     from nanochat.report import get_report
-    summary, data = {'Model': out['model']}, []
+    report = get_report()
+    if out['bpb'] is not None:
+        report.log(section="Base model loss",
+                   data=[{'Model': out['model'], **{f"{split} bpb": v for split, v in out['bpb'].items()}}])
     if out['core'] is not None:
         core = out['core']
-        summary['CORE'] = core['core_metric'] if core['core_label'] == 'CORE' else \
+        metric = core['core_metric'] if core['core_label'] == 'CORE' else \
             f"{core['core_metric']:.4f} {core['core_label'].removeprefix('CORE').strip()}"
-    if out['bpb'] is not None:
-        summary.update({f"{split} bpb": v for split, v in out['bpb'].items()})
-    if out['core'] is not None:
-        data.append(out['core']['centered_results'])
-    get_report().log(section="Base model evaluation", data=[summary] + data)
+        report.log(section="Base model evaluation", data=[{'Model': out['model'], 'CORE': metric},
+                                                          core['centered_results']])
 
 # %% ../../nbs/25_base_eval.ipynb #905b198a
 if __name__ == '__main__' and not in_notebook():

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['SAMPLE_PROMPTS', 'PHASES', 'OP_KINDS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps',
-           'get_num_iterations', 'check_positive_or_unset', 'check_config', 'optimizer_kwargs', 'LoopState', 'Run',
-           'check_lz78_flags', 'check_horizon', 'setup', 'train_step', 'peak_memory_mb', 'log_step', 'evaluate_val_bpb',
-           'sample', 'evaluate_core_metric', 'save', 'due', 'train', 'report_training', 'main', 'profile_steps',
-           'count_step_flops']
+           'get_num_iterations', 'check_positive_or_unset', 'check_at_least', 'check_positive', 'check_config',
+           'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'check_horizon', 'setup', 'train_step',
+           'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save', 'due', 'train',
+           'report_training', 'main', 'profile_steps', 'count_step_flops']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
 import os, sys, time, resource, functools
@@ -84,9 +84,9 @@ def build_model_meta(cfg, vocab_size, depth=None, token_metadata=None):
 # %% ../../nbs/24_base_train.ipynb #244feb30
 def get_grad_accum_steps(total_batch_size, device_batch_size, max_seq_len, world_size=1):
     "Micro-steps per optimizer step; a clear error when the batch does not divide"
-    for flag, value in (("--device-batch-size", device_batch_size), ("--max-seq-len", max_seq_len)):
-        if value < 1:  # 0 divides by zero below; a negative size divides a negative total and fails at the first batch
-            raise ValueError(f"{flag}={value} must be at least 1")
+    # 0 divides by zero below; a negative size divides a negative total and fails at the first batch
+    check_at_least("--device-batch-size", device_batch_size)
+    check_at_least("--max-seq-len", max_seq_len)
     per_step = device_batch_size * max_seq_len * world_size
     if total_batch_size <= 0 or total_batch_size % per_step:
         example = per_step * max(1, round(max(total_batch_size, 1) / per_step))
@@ -109,6 +109,16 @@ def check_positive_or_unset(flag, value):
     "Refuse a value that is neither positive nor -1, the flag's 'not set' (0 or -7 would quietly mean 'not set' too)"
     if value != -1 and value <= 0:
         raise ValueError(f"{flag}={value} must be positive, or -1 (not set)")
+
+def check_at_least(flag, value, low=1, hint=""):
+    "Refuse a count or size below `low`, before any work (the stages share these checks and their messages)"
+    if value < low:
+        raise ValueError(f"{flag}={value} must be at least {low}{hint}")
+
+def check_positive(flag, value):
+    "Refuse a value that is not above 0, NaN included (`not value > 0`)"
+    if not value > 0:
+        raise ValueError(f"{flag}={value} must be positive")
 
 def check_config(cfg):
     "The model tag, the horizon and the learning-rate schedule, checked before any work"

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
                              asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
 from ..engine import rows_per_prompt
-from .base_train import due, check_horizon, check_positive_or_unset
+from .base_train import due, check_horizon, check_positive_or_unset, check_at_least, check_positive
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -129,27 +129,20 @@ def check_config(cfg, world_size):
         raise ValueError(f"--source={cfg.source!r}: use sft or mid")
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: --num-epochs over the train split
-    if cfg.num_epochs < 1:
-        raise ValueError(f"--num-epochs={cfg.num_epochs} must be at least 1")
-    if cfg.device_batch_size < 1:
-        raise ValueError(f"--device-batch-size={cfg.device_batch_size} must be at least 1")
+    check_at_least("--num-epochs", cfg.num_epochs)
+    check_at_least("--device-batch-size", cfg.device_batch_size)
     if cfg.num_samples < 1 or cfg.num_samples % cfg.device_batch_size:
         raise ValueError(f"--num-samples={cfg.num_samples} must be a positive multiple of "
                          f"--device-batch-size={cfg.device_batch_size}")
-    if cfg.max_new_tokens < 1:
-        raise ValueError(f"--max-new-tokens={cfg.max_new_tokens} must be at least 1")
-    if cfg.temperature < 0:  # else the engine's assertion, after the model loads
-        raise ValueError(f"--temperature={cfg.temperature} must be at least 0 (0: greedy)")
-    if cfg.top_k < 0:  # else quietly no limit, as 0
-        raise ValueError(f"--top-k={cfg.top_k} must be at least 0 (0: no limit)")
-    if not cfg.init_lr_frac > 0:  # 0 would train nothing, a negative fraction ascend the loss
-        raise ValueError(f"--init-lr-frac={cfg.init_lr_frac} must be positive")
-    if cfg.eval_examples < 1:  # pass@k over no problem would report 0
-        raise ValueError(f"--eval-examples={cfg.eval_examples} must be at least 1 (--eval-every=-1 turns it off)")
-    if cfg.eval_batch_problems < 1:
-        raise ValueError(f"--eval-batch-problems={cfg.eval_batch_problems} must be at least 1")
-    if cfg.rollout_batch_questions < 1:
-        raise ValueError(f"--rollout-batch-questions={cfg.rollout_batch_questions} must be at least 1")
+    check_at_least("--max-new-tokens", cfg.max_new_tokens)
+    # below 0: else the engine's assertion, after the model loads
+    check_at_least("--temperature", cfg.temperature, 0, " (0: greedy)")
+    check_at_least("--top-k", cfg.top_k, 0, " (0: no limit)")  # else quietly no limit, as 0
+    check_positive("--init-lr-frac", cfg.init_lr_frac)  # 0 would train nothing, a negative fraction ascend the loss
+    # pass@k over no problem would report 0
+    check_at_least("--eval-examples", cfg.eval_examples, hint=" (--eval-every=-1 turns it off)")
+    check_at_least("--eval-batch-problems", cfg.eval_batch_problems)
+    check_at_least("--rollout-batch-questions", cfg.rollout_batch_questions)
     if cfg.examples_per_step < 1 or cfg.examples_per_step % world_size:
         raise ValueError(f"--examples-per-step={cfg.examples_per_step} must be a positive multiple of the number of "
                          f"processes ({world_size})")

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
                              parse_config, asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
-from .base_train import peak_memory_mb, due, check_positive_or_unset
+from .base_train import peak_memory_mb, due, check_positive_or_unset, check_at_least, check_positive
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
                                         mean_target_loss)
 
@@ -116,8 +116,8 @@ def metric_tasks():
 # %% ../../nbs/28_chat_sft.ipynb #05876c06
 def get_sft_grad_accum_steps(target_examples_per_step, device_batch_size, world_size=1):
     "Micro-batches per optimizer step; a clear error when the examples do not divide"
-    if device_batch_size < 1:  # 0 divides by zero below; a negative size divides a negative total
-        raise ValueError(f"--device-batch-size={device_batch_size} must be at least 1")
+    # 0 divides by zero below; a negative size divides a negative total
+    check_at_least("--device-batch-size", device_batch_size)
     per_step = device_batch_size * world_size
     if target_examples_per_step <= 0 or target_examples_per_step % per_step:
         raise ValueError(f"--target-examples-per-step={target_examples_per_step} must be a positive multiple of "
@@ -131,12 +131,10 @@ def check_config(cfg):
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: --num-epochs of the mixture
     check_positive_or_unset("--max-seq-len", cfg.max_seq_len)  # -1: the model's sequence_len
-    if cfg.num_epochs < 1:
-        raise ValueError(f"--num-epochs={cfg.num_epochs} must be at least 1")
-    if cfg.eval_steps < 1:  # the mean of no batch at all fails after the model loads (--eval-every=-1 turns it off)
-        raise ValueError(f"--eval-steps={cfg.eval_steps} must be at least 1")
-    if not cfg.init_lr_frac > 0:  # 0 would train nothing, a negative fraction ascend the loss
-        raise ValueError(f"--init-lr-frac={cfg.init_lr_frac} must be positive")
+    check_at_least("--num-epochs", cfg.num_epochs)
+    # the mean of no batch at all fails after the model loads (--eval-every=-1 turns it off)
+    check_at_least("--eval-steps", cfg.eval_steps)
+    check_positive("--init-lr-frac", cfg.init_lr_frac)  # 0 would train nothing, a negative fraction ascend the loss
 
 @dataclass
 class SFTState:

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
                              parse_config, asdict_config, get_wandb, in_notebook, check_model_tag)
 from .base_train import (LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon,
-                                         check_positive_or_unset)
+                                         check_positive_or_unset, check_positive)
 
 # %% ../../nbs/27_mid_train.ipynb #bd255f1f
 @dataclass
@@ -188,8 +188,7 @@ def setup(cfg, datasets=None):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: one epoch
-    if not cfg.init_lr_frac > 0:  # 0 would train nothing, a negative fraction ascend the loss
-        raise ValueError(f"--init-lr-frac={cfg.init_lr_frac} must be positive")
+    check_positive("--init-lr-frac", cfg.init_lr_frac)  # 0 would train nothing, a negative fraction ascend the loss
     run = MidRun(cfg=cfg)
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
                                                 int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
