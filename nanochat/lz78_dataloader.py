@@ -122,13 +122,14 @@ class TokenShardWriter:
         return {"shards": self.shards, "tokens": self.counts, "doc_starts": self.doc_starts, "docs": self.docs}
 
 def write_pretokenized(out_dir, tokenizer, splits, shard_tokens=1_000_000, batch_size=128, num_threads=4,
-                       tokenizer_spec="", on_batch=None):
-    "Encode each split's texts (`splits`: name -> iterable of str) into token shards under `out_dir`, index last"
+                       tokenizer_spec="", on_batch=None, extra=None):
+    """Encode each split's texts (`splits`: name -> iterable of str) into token shards under `out_dir`, index last
+    (`extra`: more facts for the index, such as the script's --max-docs)"""
     dtype = "uint16" if tokenizer.get_vocab_size() <= 2**16 else "int32"
     bos = tokenizer.get_bos_token_id()
     index = {"format": 1, "tokenizer": tokenizer_spec, "vocab_size": tokenizer.get_vocab_size(), "bos_token_id": bos,
              "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer), "dtype": dtype, "shard_tokens": shard_tokens,
-             "splits": {}}
+             **(extra or {}), "splits": {}}
     if os.path.exists(os.path.join(out_dir, INDEX_FILE)):
         os.remove(os.path.join(out_dir, INDEX_FILE)) # incomplete now
     for split, texts in splits.items():

@@ -12,6 +12,7 @@ from ..common import get_base_dir, parse_config, print0, in_notebook
 from ..dataset import list_parquet_files, parquets_iter_batched
 from ..lz78_dataloader import resolve_tokenizer, write_pretokenized, read_index, tokenizer_fingerprint, INDEX_FILE
 from ..report import get_report
+from .base_train import check_positive_or_unset
 
 # %% ../../nbs/33_lz78_pretokenize.ipynb #be3500ad
 @dataclass
@@ -41,6 +42,7 @@ def main(argv=None):
     cfg = parse_config(PretokenizeConfig, argv)
     if cfg.shard_tokens < 1 or cfg.batch_size < 1:
         raise ValueError(f"--shard-tokens and --batch-size must be positive, got {cfg.shard_tokens}, {cfg.batch_size}")
+    check_positive_or_unset("--max-docs", cfg.max_docs)  # 0 would write empty splits, -1 is all
     tokenizer, tokenizer_dir = resolve_tokenizer(cfg.tokenizer)
     list_parquet_files()  # no data: fail now, naming the command that makes it
     out_dir = cfg.output_dir or os.path.join(
@@ -50,6 +52,11 @@ def main(argv=None):
         if index["tokenizer_fingerprint"] != tokenizer_fingerprint(tokenizer): # a tokenizer trained again since
             raise ValueError(f"{out_dir} was written with another tokenizer than the one in {tokenizer_dir} "
                              f"(fingerprint {index['tokenizer_fingerprint']}): --overwrite=True encodes it again")
+        written = index.get("max_docs", -1)
+        if written != cfg.max_docs:  # a quick sample must not stand in for the full run (nor the full run for a sample)
+            holds = "every document" if written == -1 else f"a sample of {written} documents per split"
+            raise ValueError(f"{out_dir} holds {holds} (--max-docs={written}), not --max-docs={cfg.max_docs}: "
+                             f"--overwrite=True encodes it again, or write elsewhere with --output-dir")
         print0(f"{out_dir} is already complete ({INDEX_FILE} present): nothing to do (--overwrite=True rewrites it)")
         return index
     name = cfg.tokenizer or "the default BPE"
@@ -63,7 +70,7 @@ def main(argv=None):
             print0(f"{split}: {writer.docs:,} documents, {len(writer.shards)} shards written | {time.time() - t0:.0f}s")
     splits = {split: _texts(split, cfg.max_docs) for split in ("train", "val")}
     index = write_pretokenized(out_dir, tokenizer, splits, cfg.shard_tokens, cfg.batch_size, cfg.num_threads,
-                               tokenizer_spec=cfg.tokenizer, on_batch=progress)
+                               tokenizer_spec=cfg.tokenizer, on_batch=progress, extra={"max_docs": cfg.max_docs})
     dt = time.time() - t0
     rows = {split: {"documents": info["docs"], "tokens": sum(info["tokens"]), "shards": len(info["shards"])}
             for split, info in index["splits"].items()}
