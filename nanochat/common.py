@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY', 'ONEDNN_CACHE_CAPACITY_VARYING',
            'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp', 'in_notebook',
-           'print0', 'get_base_dir', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
+           'print0', 'get_base_dir', 'temp_beside', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
            'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear', 'onednn_linear_post',
            'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
            'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
@@ -16,7 +16,7 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
-import os, re, sys, math, time, ctypes, logging, argparse, tempfile, functools, importlib, contextlib
+import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
 import dataclasses
 from dataclasses import fields, MISSING
 from typing import Any, ClassVar, Optional, get_type_hints
@@ -103,16 +103,49 @@ def _umask():
     os.umask(umask)
     return umask
 
+def _pid_alive(pid):
+    "Whether a process of this host has this pid"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError: # another user's process
+        return True
+    return True
+
+def temp_beside(path):
+    """`(fd, tmp)`: a new hidden temp file beside `path`, for writing it atomically. Its name carries this host and
+    process, so the temp files of `path` that a process of this host left when it was killed (SIGKILL, a power cut:
+    nothing ran its cleanup) are found and removed here, by the next writer of the same file. The temp file gets the
+    mode open() would give `path`: an existing file's own, else 0o666 less the umask (mkstemp's is owner-only)"""
+    d, base = os.path.split(os.fspath(path))
+    d = d or "."
+    host = re.sub(r"[^A-Za-z0-9-]", "_", socket.gethostname())
+    left = re.compile(re.escape(f".{base}.{host}.") + r"(\d+)\.[^.]+\.tmp")
+    for name in os.listdir(d):
+        m = left.fullmatch(name)
+        if m and not _pid_alive(int(m[1])): # a live writer's temp (this process's too) is left alone
+            try:
+                os.remove(os.path.join(d, name))
+            except FileNotFoundError: # another writer removed it first
+                pass
+    file_mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{base}.{host}.{os.getpid()}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, file_mode)
+    except BaseException:
+        os.close(fd)
+        os.remove(tmp)
+        raise
+    return fd, tmp
+
 def atomic_write(path, write_fn, mode='wb'):
     "Call `write_fn(f)` on a temp file beside `path`, then atomically rename it to `path`"
     path = os.path.realpath(os.fspath(path)) # a symlink is written through, as open() does, not replaced
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
-    # the mode open() gives: an existing file keeps its own, a new one gets 0o666 less the umask
-    file_mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=d, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
+    fd, tmp = temp_beside(path) # with the mode open() would give
     try:
-        os.fchmod(fd, file_mode) # mkstemp's file is owner-only
         with os.fdopen(fd, mode, encoding=None if 'b' in mode else 'utf-8') as f: # text as UTF-8 on any locale
             write_fn(f)
             f.flush()

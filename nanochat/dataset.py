@@ -11,14 +11,14 @@ __all__ = ['MAX_SHARD', 'FINEWEB_SOURCE', 'LOCAL_SOURCE', 'BASE_URL', 'index_to_
 
 # %% ../nbs/02_dataset.ipynb #bdf19682
 import os, re, ast, sys, time, errno, random, socket, inspect, argparse, warnings, importlib, pkgutil
-import sysconfig, tempfile, textwrap, tokenize
+import sysconfig, textwrap, tokenize
 import http.client
 import urllib.request, urllib.error
 from functools import partial
 from multiprocessing import Pool
 import pyarrow as pa
 import pyarrow.parquet as pq
-from .common import get_base_dir, atomic_write, print0, in_notebook, exit_if_dry_run
+from .common import get_base_dir, atomic_write, temp_beside, print0, in_notebook, exit_if_dry_run
 
 # %% ../nbs/02_dataset.ipynb #1355bf01
 MAX_SHARD = 1822  # the last datashard is shard_01822.parquet
@@ -371,8 +371,7 @@ def get_base_url():
 # %% ../nbs/02_dataset.ipynb #ecd98f07
 def _fetch(url, filepath, timeout):
     "Stream `url` into a temp file beside `filepath`; check it is complete and readable, then rename it into place"
-    prefix = f".{os.path.basename(filepath)}."
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(filepath), prefix=prefix, suffix=".tmp")
+    fd, tmp = temp_beside(filepath)  # a killed download's temp file is removed by the next download of this shard
     try:
         request = urllib.request.Request(url, headers={'User-Agent': 'nanochat'})
         with os.fdopen(fd, 'wb') as f, urllib.request.urlopen(request, timeout=timeout) as response:

@@ -22,7 +22,7 @@ import contextlib, datetime
 import urllib.request, urllib.error, http.client
 import importlib.resources
 import numpy as np
-from .common import get_base_dir, atomic_write, print0, in_notebook, exit_if_dry_run
+from .common import get_base_dir, atomic_write, temp_beside, print0, in_notebook, exit_if_dry_run
 
 # %% ../nbs/13_tasks.ipynb #ad833383
 class Task:
@@ -902,9 +902,9 @@ def fetch_file(url, dst, name=None, timeout=60, max_attempts=5, base_delay=2.0, 
     from nanochat.dataset import _unreachable  # refused, no such host, no route (the shard downloader's test)
     name = name or os.path.basename(dst)
     for attempt in range(1, max_attempts + 1):
-        tmp = f"{dst}.part{os.getpid()}"
+        fd, tmp = temp_beside(dst)  # a killed download's temp file is removed by the next download of `dst`
         try:
-            with _urlopen(url, timeout) as response, open(tmp, "wb") as f:
+            with os.fdopen(fd, "wb") as f, _urlopen(url, timeout) as response:
                 total, done = int(response.headers.get("Content-Length") or 0), 0
                 t0, tty = time.time(), sys.stdout.isatty()
                 while chunk := response.read(1 << 20):
@@ -919,9 +919,11 @@ def fetch_file(url, dst, name=None, timeout=60, max_attempts=5, base_delay=2.0, 
             os.replace(tmp, dst)
             print(("\r" if tty else "") + _progress_line(name, done, total, t0), flush=True)
             return dst
-        except (OSError, ValueError, http.client.HTTPException) as e:
-            if os.path.exists(tmp):
+        except BaseException as e:
+            if os.path.exists(tmp):  # a Ctrl-C included: no partial file stays behind
                 os.remove(tmp)
+            if not isinstance(e, (OSError, ValueError, http.client.HTTPException)):
+                raise
             if _unreachable(e):  # offline: retrying for half a minute would not help
                 offline = offline or "Try again with network."
                 raise RuntimeError(f"cannot reach {url} ({e}). Offline? {offline}") from None
