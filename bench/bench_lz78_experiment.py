@@ -4,15 +4,17 @@ Every row trains the same d4 model (256 wide, context 256, 2048 tokens per step)
 base_train, on the project's offline corpus (built on first use; `--corpus DIR` reads any other), and reports validation bits per byte (plain cross-entropy, normalised by the bytes of
 the targets, so tokenizers compare). The baseline, measured in the same run, is the BPE row. Tokenizers are trained on
 the train shards at the same vocabulary size (4096 ids by default): BPE (rustbpe), frequency-gated LZ78 chunked (the
-GPT-4 regex split first) and flat. Each tokenizer's data is pretokenized once (lz78_dataloader), so every row reads
-the same documents. Rows:
+GPT-4 regex split first) and flat. Each tokenizer's data is pretokenized once (lz78_dataloader) and read in the same
+order, but the best-fit loader packs documents by their length in tokens, so rows with different tokenizers train and
+are scored (--eval-tokens val tokens) on partly different documents; rows that share a tokenizer read the same
+tokens. 34_lz78_experiment says how much that matters. Rows:
 
     bpe, lz78 (chunked, frequency gated), lz78_flat          the tokenizer comparison, flat embedding, CE
     lz78_structured, lz78_hierarchical, lz78_tuple           the embedding modes on the chunked LZ78 tokenizer
     lz78_soft0.1, lz78_soft0.5                               soft prefix smoothing (decay 0.5) at two weights
     lz78_seed2                                               the lz78 row with another init seed: the noise level
 
-    python bench/bench_lz78_experiment.py                          # all rows, 150 steps each (~15 min on 2 cores)
+    python bench/bench_lz78_experiment.py                          # all rows, 150 steps each (~20 min on 2 cores; 100 took 14)
     python bench/bench_lz78_experiment.py --steps 50 --rows bpe,lz78 --json /tmp/lz78_experiment.json
 
 Not a test: it prints a table (and writes --json with the curves, which 34_lz78_experiment records and plots).

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['MAX_SHARD', 'FINEWEB_SOURCE', 'LOCAL_SOURCE', 'BASE_URL', 'index_to_filename', 'data_source', 'get_data_dir',
-           'list_parquet_files', 'write_shard', 'open_shard', 'read_row_group', 'validate_shard', 'split_parquet_files',
-           'parquets_iter_batched', 'stdlib_sources', 'docs_from_python', 'docs_from_builtin', 'docs_from_topics',
-           'collect_local_documents', 'build_local_corpus', 'ensure_data', 'main', 'get_base_url',
-           'download_single_file', 'download_shards']
+           'incomplete_local_corpus', 'list_parquet_files', 'write_shard', 'open_shard', 'read_row_group',
+           'validate_shard', 'split_parquet_files', 'parquets_iter_batched', 'stdlib_sources', 'docs_from_python',
+           'docs_from_builtin', 'docs_from_topics', 'collect_local_documents', 'build_local_corpus', 'ensure_data',
+           'main', 'get_base_url', 'download_single_file', 'download_shards']
 
 # %% ../nbs/02_dataset.ipynb #bdf19682
 import os, re, ast, sys, time, errno, random, socket, inspect, argparse, warnings, importlib, pkgutil
@@ -61,6 +61,18 @@ def get_data_dir(source=None):
     return local if not _shard_names(fineweb) and _shard_names(local) else fineweb
 
 # %% ../nbs/02_dataset.ipynb #8ecf620f
+def incomplete_local_corpus(data_dir):
+    "Why `data_dir` is a local corpus whose build did not finish (fewer shards than its SOURCE records), else None"
+    if data_source(data_dir) != LOCAL_SOURCE:
+        return None
+    with open(os.path.join(data_dir, 'SOURCE')) as f:
+        recorded = re.search(r"shards: (\d+)", f.read())
+    found = len(_shard_names(data_dir))
+    if recorded is None or int(recorded[1]) == found:
+        return None
+    return (f"{data_dir} holds {found} of the {recorded[1]} shards its SOURCE records: a build of the local corpus "
+            f"was interrupted")
+
 def list_parquet_files(data_dir=None):
     "Full paths of the parquet shards in `data_dir` (default `get_data_dir()`), sorted; raises if there are none"
     data_dir = get_data_dir() if data_dir is None else data_dir
@@ -71,6 +83,8 @@ def list_parquet_files(data_dir=None):
             f"No pretraining data: the data directory {data_dir} {state}. Create data with "
             f"`python -m nanochat.dataset` (builds a small offline corpus in seconds) or "
             f"`python -m nanochat.dataset -n 8` (downloads 8 FineWeb-Edu shards).")
+    if why := incomplete_local_corpus(data_dir):  # else the last shard written would be read as the val split
+        raise FileNotFoundError(f"{why}. Build it again: python -m nanochat.dataset --source=local")
     return [os.path.join(data_dir, f) for f in names]
 
 # %% ../nbs/02_dataset.ipynb #6b66908f
@@ -320,6 +334,11 @@ def ensure_data(data_dir=None, **local_kwargs):
     "A directory with shards: `data_dir` (default `get_data_dir()`) if it has some, else a freshly built local corpus"
     found = get_data_dir() if data_dir is None else data_dir
     if _shard_names(found):
+        why = incomplete_local_corpus(found)
+        if why is None:
+            return found
+        print0(f"{why}: building it again")
+        build_local_corpus(found, **local_kwargs)
         return found
     out = get_data_dir('local') if data_dir is None else data_dir
     print0(f"No shards in {found}: building the offline corpus in {out} "

@@ -413,7 +413,7 @@ def sample_next_token(logits, rng, temperature=1.0, top_k=None):
 # %% ../nbs/12_engine.ipynb #ea3311a6
 CALC_MAX_CHARS = 1000  # longer expressions are refused before parsing
 CALC_MAX_BITS = 10_000  # a numerator or denominator beyond 2**10000 (~3000 digits) is refused
-CALC_TIME_LIMIT = 0.1  # seconds, checked at every node of the expression tree
+CALC_TIME_LIMIT = 3.0  # seconds, nanochat's alarm; a backstop checked on entering each node of the expression tree
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv}
 _UNARYOPS = {ast.UAdd: operator.pos, ast.USub: operator.neg}

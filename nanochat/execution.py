@@ -8,7 +8,7 @@ __all__ = ['MAX_OUTPUT_CHARS', 'DISABLED', 'PATH_FUNCTIONS', 'FOLLOWS_SYMLINKS',
            'reliability_guard', 'execute_code']
 
 # %% ../nbs/11_execution.ipynb #908f8054
-import os, io, re, sys, json, time, math, signal, select, builtins, tempfile, subprocess, importlib.util
+import os, io, re, sys, json, time, math, fcntl, signal, select, builtins, tempfile, subprocess, importlib.util
 from dataclasses import dataclass
 from typing import Optional
 
@@ -68,53 +68,74 @@ def _disabled(name):
     return fn
 
 DISABLED = {
-    'os': ['kill', 'killpg', 'system', 'popen', 'fork', 'forkpty', 'execv', 'execve', 'execl', 'execle', 'execlp',
-           'execlpe', 'execvp', 'execvpe', 'spawnl', 'spawnle', 'spawnlp', 'spawnlpe', 'spawnv', 'spawnve', 'spawnvp',
-           'spawnvpe',
+    'os': ['kill', 'killpg', 'pidfd_open', 'system', 'popen', 'fork', 'forkpty', 'execv', 'execve', 'execl', 'execle',
+           'execlp', 'execlpe', 'execvp', 'execvpe', 'spawnl', 'spawnle', 'spawnlp', 'spawnlpe', 'spawnv', 'spawnve',
+           'spawnvp', 'spawnvpe',
            'posix_spawn', 'posix_spawnp', 'link', 'mknod', 'chown', 'fchown', 'lchown', 'lchmod', 'chroot', 'chdir',
            'fchdir', 'setuid', 'setgid', 'seteuid', 'setegid', 'setreuid', 'setregid', 'setresuid', 'setresgid',
            'setsid', 'setpgid', 'setpgrp'],
+    # pidfd_send_signal signals the process a pidfd, or a descriptor of its /proc/<pid> directory, refers to
+    'signal': ['pidfd_send_signal', 'pthread_kill'],
+    '_signal': ['pidfd_send_signal', 'pthread_kill'],  # the C module that signal re-exports
     'shutil': ['chown'],
-    'subprocess': ['Popen'],
+    'subprocess': ['Popen', '_fork_exec'],  # _fork_exec: subprocess's own name for _posixsubprocess.fork_exec
     '_posixsubprocess': ['fork_exec'],
-    'socket': ['socket', 'socketpair', 'create_connection', 'create_server', 'fromfd'],
-    '_socket': ['socket', 'socketpair'],
+    'socket': ['socket', 'SocketType', 'socketpair', 'create_connection', 'create_server', 'fromfd'],
+    '_socket': ['socket', 'SocketType', 'socketpair'],  # SocketType is the socket class under another name
     'builtins': ['exit', 'quit', 'help'],
 }
 # os functions that may only touch paths inside the sandbox directory: name -> the parameters that are paths
 PATH_FUNCTIONS = {'remove': ['path'], 'unlink': ['path'], 'rmdir': ['path'], 'mkdir': ['path'], 'mkfifo': ['path'],
-                  'truncate': ['path'], 'chmod': ['path'], 'utime': ['path'], 'rename': ['src', 'dst'],
+                  'truncate': ['path'], 'chmod': ['path'], 'fchmod': ['fd'], 'utime': ['path'],
+                  'setxattr': ['path'], 'removexattr': ['path'], 'rename': ['src', 'dst'],
                   'replace': ['src', 'dst'], 'symlink': [None, 'dst']}
-FOLLOWS_SYMLINKS = {'truncate', 'chmod', 'utime'}  # these act on the file a symlink points to
+# these act on the file a symlink points to
+FOLLOWS_SYMLINKS = {'truncate', 'chmod', 'fchmod', 'utime', 'setxattr', 'removexattr'}
 BLOCKED_MODULES = ['ctypes', '_ctypes', 'resource', 'psutil', 'multiprocessing', 'tkinter', 'ipdb', 'joblib']
 
 # %% ../nbs/11_execution.ipynb #ccb0465e
-def check_sandbox_path(path, root, follow=False, dir_fd=None, what='access'):
-    "Raise PermissionError unless `path` (relative to `dir_fd` or the cwd, resolved) is inside the directory `root`"
+def _resolve(path, follow=False, dir_fd=None):
+    "`path` made absolute (relative to `dir_fd` or the cwd) and resolved; its last component only if `follow`"
     base = os.readlink(f"/proc/self/fd/{dir_fd}") if dir_fd is not None else os.getcwd()
     full = os.path.join(base, os.fsdecode(path))
     head, tail = os.path.split(full)  # the last component is the entry itself unless we follow symlinks
-    resolved = os.path.realpath(full) if follow else os.path.join(os.path.realpath(head), tail).rstrip(os.sep)
+    return os.path.realpath(full) if follow else os.path.join(os.path.realpath(head), tail).rstrip(os.sep)
+
+def check_sandbox_path(path, root, follow=False, dir_fd=None, what='access'):
+    "Raise PermissionError unless `path` (relative to `dir_fd` or the cwd, resolved) is inside the directory `root`"
+    resolved = _resolve(path, follow, dir_fd)
     if resolved != root and not resolved.startswith(root + os.sep):
         raise PermissionError(f"{what} {os.fsdecode(path)!r} is not allowed: it is outside the sandbox directory")
 
+def _fd_path(fd):
+    "The path of the file that the open descriptor `fd` refers to (from /proc); a pipe or a socket has none"
+    path = os.readlink(f"/proc/self/fd/{fd}")
+    if not path.startswith('/'):  # 'pipe:[123]', 'socket:[456]', 'anon_inode:[eventfd]'
+        raise PermissionError(f"descriptor {fd} refers to {path!r}, not to a file in the sandbox directory")
+    return path
+
 def _path_checked(fn, name, params, root):
-    "Wrap os function `fn` so that each of its path parameters must lie inside `root`"
+    "Wrap os function `fn` so that each of its path parameters (for a descriptor, its file) must lie inside `root`"
     def wrapper(*args, **kwargs):
         for i, param in enumerate(params):
             path = args[i] if i < len(args) else kwargs.get(param)
-            if param is None or path is None or isinstance(path, int):
-                continue  # an int is an open descriptor
+            if param is None or path is None:
+                continue
             dir_fd = kwargs.get({'src': 'src_dir_fd', 'dst': 'dst_dir_fd'}.get(param, 'dir_fd'), kwargs.get('dir_fd'))
+            if isinstance(path, int):  # an open descriptor, perhaps opened read-only outside: check its file
+                path, dir_fd = _fd_path(path), None
             check_sandbox_path(path, root, name in FOLLOWS_SYMLINKS, dir_fd, f"os.{name}")
         return fn(*args, **kwargs)
     return wrapper
 
 # %% ../nbs/11_execution.ipynb #cd42e45d
-def refuse_environ(path):
-    "A process's environment, /proc/<pid>/environ (the parent's holds its API keys), is not for model code to read"
-    if not isinstance(path, int) and re.fullmatch(r"/proc/[^/]+(/task/[^/]+)?/environ", os.path.realpath(path)):
-        raise PermissionError(f"reading {os.fsdecode(path)!r} is disabled in the sandbox: a process's environment")
+def refuse_environ(path, dir_fd=None):
+    "/proc/<pid>/environ and mem (the parent's hold its API keys) are not for model code to read"
+    if isinstance(path, int):
+        return  # an open descriptor: its path was checked when it was opened
+    if re.fullmatch(r"/proc/[^/]+(/task/[^/]+)?/(environ|mem)", _resolve(path, follow=True, dir_fd=dir_fd)):
+        raise PermissionError(f"reading {os.fsdecode(path)!r} is disabled in the sandbox: "
+                              "a process's environment or memory")
 
 def _guard_files(root):
     "Let the os file functions and `open` for writing work inside `root` only"
@@ -132,7 +153,7 @@ def _guard_files(root):
     def os_open(path, flags, *args, dir_fd=None, **kwargs):
         if flags & write_flags:
             check_sandbox_path(path, root, follow=True, dir_fd=dir_fd, what='writing to')
-        refuse_environ(path)
+        refuse_environ(path, dir_fd)
         return real_os_open(path, flags, *args, dir_fd=dir_fd, **kwargs)
     class FileIO(io.FileIO): # the raw file class that open() builds on, called directly
         def __init__(self, file, mode='r', *args, **kwargs):
@@ -144,6 +165,32 @@ def _guard_files(root):
     os.open = os_open
 
 # %% ../nbs/11_execution.ipynb #d9dc8c0d
+def _no_signal_owner(fcntl_fn):
+    "fcntl without F_SETOWN: the kernel sends SIGIO to a file's owner, which could be the parent, on I/O"
+    def fn(fd, cmd, *args):
+        if cmd in (fcntl.F_SETOWN, 15):  # 15 is Linux's F_SETOWN_EX, which the fcntl module does not name
+            raise PermissionError("fcntl.fcntl(F_SETOWN) is disabled in the sandbox")
+        return fcntl_fn(fd, cmd, *args)
+    return fn
+
+class _GuardedImports:
+    "An import finder: a module the guard patched, or blocked, stays so when code deletes it from sys.modules"
+    def __init__(self, patched):
+        self.patched = patched  # name -> the patched module, which a new import gets instead of a fresh copy
+
+    def find_spec(self, name, path=None, target=None):
+        if name in BLOCKED_MODULES:
+            raise ModuleNotFoundError(f"import of {name} is disabled in the sandbox", name=name)
+        if name in self.patched:
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return self.patched[spec.name]
+
+    def exec_module(self, module):
+        pass  # it ran, and was patched, long ago
+
 def reliability_guard(maximum_memory_bytes=None, timeout=None, sandbox_dir=None, max_file_bytes=16 * 1024 * 1024):
     "Limit this process and disable destructive functions in it (call only in the sandbox child)"
     import resource  # imported here: this module is imported by the parent too, where limits are never set
@@ -165,12 +212,16 @@ def reliability_guard(maximum_memory_bytes=None, timeout=None, sandbox_dir=None,
         for name in names:
             if hasattr(module, name):
                 setattr(module, name, _disabled(f"{module_name}.{name}"))
+    fcntl.fcntl = _no_signal_owner(fcntl.fcntl)
     posix = importlib.import_module('posix')  # os.remove is posix.remove: patch the source too
     for name in DISABLED['os'] + list(PATH_FUNCTIONS) + ['open']:
         if hasattr(posix, name):
             setattr(posix, name, getattr(os, name))
     for name in BLOCKED_MODULES:
         sys.modules[name] = None  # `import ctypes` now raises ImportError
+    # deleted from sys.modules and imported again, a module would be a fresh, unpatched copy: hand back ours
+    patched = {name: sys.modules[name] for name in [*DISABLED, 'posix', 'io', '_io', 'fcntl']}
+    sys.meta_path.insert(0, _GuardedImports(patched))
 
 # %% ../nbs/11_execution.ipynb #030f47af
 _timed_out = False # set when the timer fires: code that catches TimeoutException has run out of time all the same
@@ -180,6 +231,13 @@ def _on_alarm(signum, frame):
     _timed_out = True
     signal.setitimer(signal.ITIMER_REAL, 0.1) # again: a bare `except:` that swallows one meets the next
     raise TimeoutException()
+
+def _describe(e):
+    "'Type: message' for exception `e`, or just the type when the message fails (the code wrote its __str__)"
+    try:
+        return f"{type(e).__name__}: {e}"
+    except BaseException:
+        return type(e).__name__
 
 def _run_request(req, stdout, stderr):
     "Run `req['code']` under the guard and the timer; the result fields as a dict"
@@ -200,9 +258,9 @@ def _run_request(req, stdout, stderr):
     except TimeoutException:
         result.update(timeout=True, error=f"Execution timed out after {req['timeout']} s")
     except MemoryError as e:
-        result.update(memory_exceeded=True, error=f"Memory limit exceeded: MemoryError {e}".strip())
+        result.update(memory_exceeded=True, error=f"Memory limit exceeded: {_describe(e)}".removesuffix(': '))
     except BaseException as e:  # SystemExit and KeyboardInterrupt too: the code never ends the child itself
-        result['error'] = f"{type(e).__name__}: {e}"
+        result['error'] = _describe(e)
     finally:
         exec_globals.clear()  # free what the code allocated, so that writing the result has memory
     return result

@@ -671,9 +671,16 @@ class StructuredEmbedding(nn.Module):
         if self.mode == "hierarchical":
             self.parent_ids.copy_(parent)
         else:
+            ids = torch.arange(V)
             alone = last_byte == 256 # the root, special tokens, padding: no byte, so they read their own parent row
-            self.parent_ids.copy_(torch.where(alone, torch.arange(V), parent))
-            self.byte_ids.copy_(last_byte)
+            # (parent, last byte) names one token only in a tree; in BPE or a Patricia dictionary several ids share it:
+            # the lowest keeps the pair, the others read their own row like the alone ones, so no two inputs are equal
+            key = torch.where(alone, -1 - ids, parent * 257 + last_byte) # alone ids: keys of their own
+            _, group = torch.unique(key, return_inverse=True)
+            first = torch.full((V,), V).scatter_reduce(0, group, ids, "amin") # the lowest id of each group
+            alone |= first[group] != ids
+            self.parent_ids.copy_(torch.where(alone, ids, parent))
+            self.byte_ids.copy_(torch.where(alone, 256, last_byte))
         self._update_depth()
 
     def forward(self, idx):

@@ -14,7 +14,7 @@ from collections import Counter
 import regex
 import torch
 from .common import atomic_write
-from .tokenizer import BaseTokenizer, SPECIAL_TOKENS, SPLIT_PATTERN
+from .tokenizer import BaseTokenizer, SPECIAL_TOKENS, SPLIT_PATTERN, save_token_bytes
 
 # %% ../nbs/14_lz78_tokenizer.ipynb #5ba1c250
 MAX_TOKEN_BYTES = 64  # the longest dictionary entry a trainer makes (it also bounds the nesting of the matcher)
@@ -356,10 +356,14 @@ class LZ78Tokenizer(BaseTokenizer):
         return cls(patterns, chunked=meta["chunked"], strategy=meta["strategy"], pattern=meta["pattern"])
 
     def save(self, tokenizer_dir):
-        "Write the dictionary TSV, the per-token metadata, then the JSON that makes the directory loadable"
+        "Write the dictionary TSV, token_metadata.pt, token_bytes.pt, then the JSON that makes the directory loadable"
         fmt = "lz78" if self.is_tree() and self.strategy != "compressed" else "compressed"
+        old_json = os.path.join(tokenizer_dir, self.filename)
+        if os.path.exists(old_json): # the directory is incomplete until the new JSON: a killed save must not load as
+            os.remove(old_json) # the old settings over the new dictionary
         write_dictionary_tsv(os.path.join(tokenizer_dir, self.dictionary_filename), self.patterns, fmt)
         save_token_metadata(self, tokenizer_dir)
+        save_token_bytes(self, tokenizer_dir) # bits per byte reads it: an older tokenizer's must not stay behind
         meta = {"type": "lz78", "dictionary": self.dictionary_filename, "format": fmt, "num_codes": len(self.patterns),
                 "vocab_size": self.get_vocab_size(), "chunked": self.chunked, "strategy": self.strategy,
                 "pattern": self.pattern, "special_tokens": SPECIAL_TOKENS}

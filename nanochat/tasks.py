@@ -321,7 +321,10 @@ def update_manifest(dataset, config, split, path, **info):
     entry = dict(file=os.path.basename(path), dataset=dataset, config=config, rows=len(open_rows(path)),
                  sha256=_sha256(path), written=datetime.datetime.now().isoformat(timespec="seconds"), **info)
     with file_lock(manifest_path + ".lock"):  # splits of one config may be written at the same time
-        manifest = json.load(open(manifest_path)) if os.path.exists(manifest_path) else {}
+        manifest = {}
+        if os.path.exists(manifest_path):
+            with open(manifest_path) as f:
+                manifest = json.load(f)
         manifest[split] = entry
         atomic_write(manifest_path, lambda f: json.dump(manifest, f, indent=2), mode="w")
     return entry
@@ -488,8 +491,8 @@ def extract_imports(prompt):
     return "\n".join(imports)
 
 def extract_program(completion):
-    "The first fenced code block (```python or ```), else the whole completion; stripped"
-    match = re.search(r"```(?:python)?[^\n]*\n(.*?)```", completion, re.DOTALL)
+    "The first fenced code block (```python or ``` ending its line, closed by ``` starting a line), else all; stripped"
+    match = re.search(r"```(?:python)?\s*\n(.*?)\n```", completion, re.DOTALL)  # nanochat's pattern, as is
     return (match.group(1) if match else completion).strip()
 
 class HumanEval(HFTask):

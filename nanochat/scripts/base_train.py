@@ -111,8 +111,8 @@ def check_positive_or_unset(flag, value):
         raise ValueError(f"{flag}={value} must be positive, or -1 (not set)")
 
 def check_at_least(flag, value, low=1, hint=""):
-    "Refuse a count or size below `low`, before any work (the stages share these checks and their messages)"
-    if value < low:
+    "Refuse a count or size below `low` (NaN too), before any work (the stages share these checks and their messages)"
+    if not value >= low:
         raise ValueError(f"{flag}={value} must be at least {low}{hint}")
 
 def check_positive(flag, value):

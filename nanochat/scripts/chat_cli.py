@@ -7,6 +7,7 @@ __all__ = ['chat_parser', 'text_pieces', 'stream_text', 'ChatSession', 'main']
 
 # %% ../../nbs/30_chat_cli.ipynb #41cfce84
 import os
+import re
 import sys
 import argparse
 import codecs
@@ -72,6 +73,11 @@ class ChatSession:
     "A conversation in nanochat's chat format, extended one exchange at a time by an Engine"
     def __init__(self, engine, tokenizer, max_tokens=256, temperature=0.6, top_k=50):
         self.engine, self.tokenizer = engine, tokenizer
+        # the shortest message takes 5 positions: <|bos|><|user_start|>x<|user_end|><|assistant_start|>
+        longest = engine.max_positions() - 5
+        if max_tokens > longest: # every message would be refused
+            raise ValueError(f"--max-tokens={max_tokens} leaves no room for a message: the model holds "
+                             f"{engine.max_positions()} positions, so a reply can take at most {longest}")
         self.gen_kwargs = dict(num_samples=1, max_tokens=max_tokens, temperature=temperature, top_k=top_k)
         S = tokenizer.encode_special
         self.user_start, self.user_end = S("<|user_start|>"), S("<|user_end|>")
@@ -85,6 +91,7 @@ class ChatSession:
     def respond(self, user_input, out=None):
         "Add the user's turn, stream the assistant's reply to `out`, add it to the conversation; return its text"
         out = out or sys.stdout
+        user_input = re.sub("[\ud800-\udfff]", "\ufffd", user_input) # undecodable bytes: lone surrogates, unencodable
         turn = [self.user_start] + self.tokenizer.encode(user_input) + [self.user_end, self.assistant_start]
         room = self.engine.max_positions() - self.gen_kwargs["max_tokens"] # positions left for the prompt
         if 1 + len(turn) > room: # too long even for a new conversation: refused, the conversation kept
@@ -110,7 +117,7 @@ def main(argv=None):
         os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
     if args.threads < 0:
         raise SystemExit(f"chat_cli: --threads={args.threads} must be 0 (the default) or more")
-    if args.max_tokens < 1 or args.temperature < 0 or args.top_k < 0:
+    if args.max_tokens < 1 or not args.temperature >= 0 or args.top_k < 0: # NaN too
         raise SystemExit(f"chat_cli: --max-tokens={args.max_tokens} must be 1 or more, --temperature="
                          f"{args.temperature} 0 or more (0: greedy), --top-k={args.top_k} 0 or more (0: no cut)")
     ddp, ddp_rank, ddp_local_rank, ddp_world_size, device = compute_init(device_type)
@@ -126,28 +133,33 @@ def main(argv=None):
         raise SystemExit(f"chat_cli: {e}")
     print(f"chat_cli: the {source} model {os.path.basename(checkpoint_dir)}, step {step}", file=sys.stderr)
     engine = Engine(model, tokenizer, compile=args.compile)
-    session = ChatSession(engine, tokenizer, args.max_tokens, args.temperature, args.top_k)
+    try:
+        session = ChatSession(engine, tokenizer, args.max_tokens, args.temperature, args.top_k)
+    except ValueError as e:
+        raise SystemExit(f"chat_cli: {e}")
     if not args.prompt:
         print("\nNanoChat Interactive Mode\n" + "-" * 50 + "\nType 'quit' or 'exit' to end the conversation\n"
               "Type 'clear' to start a new conversation\n" + "-" * 50)
+        if hasattr(sys.stdin, "reconfigure"): # a byte that is not UTF-8 reads as U+FFFD instead of ending the chat
+            sys.stdin.reconfigure(errors="replace")
     while True:
         if args.prompt:
-            user_input = args.prompt
+            user_input = args.prompt # one-shot: the message as given, never a command (`clear` would loop on it)
         else:
             try:
                 user_input = input("\nUser: ").strip()
             except (EOFError, KeyboardInterrupt):
                 print("\nGoodbye!")
                 break
-        if user_input.lower() in ('quit', 'exit'):
-            print("Goodbye!")
-            break
-        if user_input.lower() == 'clear':
-            session.clear()
-            print("Conversation cleared.")
-            continue
-        if not user_input:
-            continue
+            if user_input.lower() in ('quit', 'exit'):
+                print("Goodbye!")
+                break
+            if user_input.lower() == 'clear':
+                session.clear()
+                print("Conversation cleared.")
+                continue
+            if not user_input:
+                continue
         print("\nAssistant: ", end="", flush=True)
         with autocast_ctx(device.type):  # the precision policy (common), around every forward
             session.respond(user_input)

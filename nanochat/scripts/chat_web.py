@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['SHORT_FLAGS', 'MAX_MESSAGES_PER_REQUEST', 'MAX_MESSAGE_LENGTH', 'MAX_TOTAL_CONVERSATION_LENGTH', 'MIN_TEMPERATURE',
            'MAX_TEMPERATURE', 'MIN_TOP_K', 'MAX_TOP_K', 'MIN_MAX_TOKENS', 'MAX_MAX_TOKENS', 'MAX_BODY_BYTES', 'UI_FILE',
-           'DRAIN_LIMIT', 'ChatWebConfig', 'parse_args', 'ChatMessage', 'ChatRequest', 'validate_chat_request',
-           'render_prompt', 'generate_text', 'Worker', 'load_workers', 'WorkerPool', 'produce_reply', 'sse',
-           'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index', 'invalid_body',
-           'create_app', 'main']
+           'DRAIN_LIMIT', 'ChatWebConfig', 'parse_args', 'check_config', 'ChatMessage', 'ChatRequest',
+           'validate_chat_request', 'render_prompt', 'generate_text', 'Worker', 'load_workers', 'WorkerPool',
+           'produce_reply', 'sse', 'stream_completion', 'BodyLimit', 'chat_completions', 'health', 'stats', 'index',
+           'invalid_body', 'create_app', 'main']
 
 # %% ../../nbs/31_chat_web.ipynb #f4d4788e
 import os, sys, json, time, random, asyncio, threading, collections, importlib.resources
@@ -21,6 +21,7 @@ from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_
 from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source
 from ..engine import Engine
 from .chat_cli import text_pieces
+from .base_train import check_at_least
 try:
     import uvicorn
     from fastapi import FastAPI, HTTPException, Request
@@ -62,6 +63,15 @@ def parse_args(argv=None):
         else:
             out.append(arg)
     return parse_config(ChatWebConfig, out)
+
+# %% ../../nbs/31_chat_web.ipynb #4e993c57
+def check_config(cfg):
+    "Refuse server defaults that would fail every request, before any model is loaded"
+    check_at_least("--max-tokens", cfg.max_tokens, 1)
+    check_at_least("--temperature", cfg.temperature, 0, " (0: greedy)")
+    check_at_least("--top-k", cfg.top_k, 0, " (0: no cut)")
+    check_at_least("--num-gpus", cfg.num_gpus, 1)
+    check_at_least("--max-queue", cfg.max_queue, 0)
 
 # %% ../../nbs/31_chat_web.ipynb #4d1dd485
 MAX_MESSAGES_PER_REQUEST = 500
@@ -371,6 +381,7 @@ async def invalid_body(request, exc):
 
 def create_app(cfg, workers_fn=load_workers):
     "The FastAPI app; `workers_fn(cfg)` -> `(workers, model name)` runs when the server starts"
+    check_config(cfg) # a bad default fails here, not in every request
     @asynccontextmanager
     async def lifespan(app):
         workers, model_name = workers_fn(cfg)
@@ -390,8 +401,11 @@ def create_app(cfg, workers_fn=load_workers):
 def main(argv=None):
     "Start the web server"
     cfg = parse_args(argv)
+    try:
+        app = create_app(cfg)
+    except ValueError as e:
+        raise SystemExit(f"chat_web: {e}")
     setup_default_logging()
-    app = create_app(cfg)
     logger.info(f"nanochat web server: http://{cfg.host}:{cfg.port} (source={cfg.source or 'newest'}, "
                 f"temperature={cfg.temperature}, top_k={cfg.top_k}, max_tokens={cfg.max_tokens})")
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level='info', access_log=False)

@@ -9,9 +9,9 @@ __all__ = ['LZ78TokTrainConfig', 'main']
 import os, time
 from dataclasses import dataclass
 from ..common import get_base_dir, parse_config, print0, in_notebook
-from ..tokenizer import save_token_bytes
+from ..tokenizer import compute_token_bytes
 from ..lz78_tokenizer import LZ78Tokenizer, TRAINERS
-from .tok_train import text_iterator, SANITY_TEXT
+from .tok_train import text_iterator, check_text_limits, SANITY_TEXT
 from ..report import get_report
 
 # %% ../../nbs/32_lz78_tok_train.ipynb #65db0f4b
@@ -39,6 +39,7 @@ def _val_bytes_per_token(tokenizer):
 def main(argv=None):
     "Train (or set up) the LZ78 tokenizer and write it, token_bytes.pt and token_metadata.pt to the output dir"
     cfg = parse_config(LZ78TokTrainConfig, argv)
+    check_text_limits(cfg)  # tok_train's: a negative --doc-cap would cut every document's end
     if cfg.strategy not in TRAINERS:
         raise ValueError(f"--strategy must be one of {list(TRAINERS)}, got {cfg.strategy!r}")
     if cfg.dictionary and not os.path.exists(cfg.dictionary):
@@ -60,16 +61,18 @@ def main(argv=None):
     train_time = time.time() - t0
     print0(f"Training time: {train_time:.2f}s on {stats['docs']:,} documents, {stats['chars']:,} characters: "
            f"{len(tokenizer.patterns):,} codes, vocab size {tokenizer.get_vocab_size():,}")
-    tokenizer.save(out_dir)
+    # checked before anything is written, as in tok_train: a failed run leaves the output dir as it was
     if tokenizer.decode(tokenizer.encode(SANITY_TEXT)) != SANITY_TEXT:
-        raise RuntimeError("tokenizer round trip failed")
-    token_bytes = save_token_bytes(tokenizer, out_dir)
+        raise RuntimeError("tokenizer round trip failed: nothing was saved")
+    tokenizer.save(out_dir) # the dictionary, token_metadata.pt, token_bytes.pt, then the JSON
+    token_bytes = compute_token_bytes(tokenizer)
     ratio = _val_bytes_per_token(tokenizer)
     print0(f"Saved the tokenizer, token_bytes.pt and token_metadata.pt to {out_dir}"
            + ("" if ratio is None else f" | val bytes/token: {ratio:.3f}"))
     lengths = token_bytes[token_bytes > 0].float()
+    settings = {**vars(cfg), "strategy": tokenizer.strategy} # from --dictionary: tsv:<format>, whatever --strategy says
     get_report().log(section="LZ78 tokenizer training", data=[
-        vars(cfg), {"train_time": train_time, "train_docs": stats['docs'], "train_chars": stats['chars']},
+        settings, {"train_time": train_time, "train_docs": stats['docs'], "train_chars": stats['chars']},
         {"vocab_size": tokenizer.get_vocab_size(), "num_codes": len(tokenizer.patterns), "output_dir": out_dir},
         {"token_bytes_mean": lengths.mean().item(), "token_bytes_max": int(lengths.max()),
          "val_bytes_per_token": ratio}])

@@ -8,9 +8,10 @@ __all__ = ['SCALES', 'PipelineConfig', 'Stage', 'pipeline_stages', 'pipeline_dir
            'run_pipeline', 'main', 'script_commands', 'dry_run_commands']
 
 # %% ../../nbs/39_pipeline.ipynb #79f79f61
-import os, sys, json, time, shlex, datetime, subprocess
+import os, sys, json, time, shlex, shutil, datetime, subprocess
 from dataclasses import dataclass, field
 from ..common import get_base_dir, atomic_write, parse_config, in_notebook
+from ..dataset import get_data_dir
 
 # %% ../../nbs/39_pipeline.ipynb #5b60ffb0
 @dataclass
@@ -22,6 +23,7 @@ class PipelineConfig:
     device_type: str = "cpu"  # cuda|cpu|mps: passed to every stage
     dry_run: bool = False  # print the stages and their commands, run nothing
     transcript: bool = False  # (the `transcript` stage) only answer the transcript prompts and log them to the report
+    model_tag: str = ""  # (the `transcript` stage) the model tag to answer with (default: the largest model)
 
 # %% ../../nbs/39_pipeline.ipynb #06173410
 @dataclass
@@ -30,6 +32,7 @@ class Stage:
     name: str  # the marker file, the log file and the timing table use it
     module: str  # the script to run
     args: list = field(default_factory=list)  # its flags
+    clears: list = field(default_factory=list)  # paths under the base dir made from its output: removed before it runs
 
 SCALES = {  # the numbers that differ between a laptop run and a test run
     "main": dict(corpus=[], tok_chars=20_000_000, vocab=4096, depth=4, seq=256, dbs=8, base_steps=200,
@@ -56,34 +59,39 @@ def pipeline_stages(scale="main", device_type="cpu"):
     gen, sft_gen = (s["gen_batch"], s["sft_gen_batch"]) if cpu else (1, 1)
     rl_eval_batch, rl_together = (s["rl_eval_batch"], s["rl_questions"]) if cpu else (1, 1)
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
+    # every stage names the pipeline's model: without a tag a script loads the largest one in the base dir, which may
+    # be a deeper model a learner trained there by hand
+    tag = f"--model-tag=d{s['depth']}"
     evals = lambda source: Stage(f"{source}_eval", "nanochat.scripts.chat_eval",
-                                 ["-i", source, "-x", str(s["eval_problems"]), "-b", str(dbs),
+                                 ["-i", source, tag, "-x", str(s["eval_problems"]), "-b", str(dbs),
                                   "-m", str(s["eval_tokens_max"]), f"--gen-batch-size={gen}", dev])
     rl_eval_every = max(1, s["rl_steps"] // 3)
     return [
-        Stage("data", "nanochat.dataset", ["--source=local", *s["corpus"]]),
+        # the offline CORE bundle and the spelling word list are cut from the corpus: a new corpus needs new ones
+        Stage("data", "nanochat.dataset", ["--source=local", *s["corpus"]],
+              clears=["eval_bundle_local", "words_local.txt"]),
         Stage("tok_train", "nanochat.scripts.tok_train",
               [f"--vocab-size={s['vocab']}", f"--max-chars={s['tok_chars']}"]),
         Stage("tok_eval", "nanochat.scripts.tok_eval", []),
         Stage("base_train", "nanochat.scripts.base_train",
-              [f"--depth={s['depth']}", "--head-dim=64", *batch, "--window-pattern=L",
+              [f"--depth={s['depth']}", tag, "--head-dim=64", *batch, "--window-pattern=L",
                f"--num-iterations={s['base_steps']}", f"--eval-every={s['base_eval_every']}",
                f"--eval-tokens={s['eval_tokens']}", "--core-metric-every=-1", "--sample-every=-1",
                "--compile=False", dev]),
         Stage("base_eval", "nanochat.scripts.base_eval",
-              ["--eval=bpb,core", "--local-bundle", f"--max-per-task={s['core_per_task']}",
+              ["--eval=bpb,core", tag, "--local-bundle", f"--max-per-task={s['core_per_task']}",
                f"--device-batch-size={dbs}", f"--split-tokens={s['eval_tokens']}", dev]),
         Stage("mid_train", "nanochat.scripts.mid_train",
-              [*batch, f"--num-iterations={s['mid_steps']}", f"--eval-tokens={s['eval_tokens']}",
+              [tag, *batch, f"--num-iterations={s['mid_steps']}", f"--eval-tokens={s['eval_tokens']}",
                "--compile=False", dev]),
         evals("mid"),
-        Stage("sft", "nanochat.scripts.chat_sft", ["--source=mid", f"--num-iterations={s['sft_steps']}",
+        Stage("sft", "nanochat.scripts.chat_sft", ["--source=mid", tag, f"--num-iterations={s['sft_steps']}",
                                                    f"--eval-metrics-max-problems={s['eval_problems']}",
                                                    f"--eval-metrics-gen-batch-size={sft_gen}", dev]),
         evals("sft"),
         # offline: the synthetic arithmetic task; GSM8K with its data (--task=GSM8K)
         Stage("rl", "nanochat.scripts.chat_rl",
-              ["--source=sft", "--task=SyntheticArithmetic", f"--num-iterations={s['rl_steps']}",
+              ["--source=sft", tag, "--task=SyntheticArithmetic", f"--num-iterations={s['rl_steps']}",
                f"--examples-per-step={s['rl_questions']}", f"--num-samples={s['rl_samples']}",
                f"--device-batch-size={s['rl_samples']}", f"--max-new-tokens={s['rl_tokens']}",
                "--init-lr-frac=0.1",  # measured at main scale: 0.5 also learned the arithmetic but erased spelling
@@ -91,7 +99,7 @@ def pipeline_stages(scale="main", device_type="cpu"):
                f"--eval-batch-problems={rl_eval_batch}", f"--rollout-batch-questions={rl_together}",
                f"--save-every={s['rl_steps']}", *rl_decode, dev]),
         evals("rl"),
-        Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", dev]),
+        Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", tag, dev]),
         Stage("report", "nanochat.report", ["generate"]),
     ]
 
@@ -164,7 +172,9 @@ def run_stage(index, stage, echo=True):
     "Run one stage as a subprocess, tee its output to `<base>/pipeline/logs/`; return (wall seconds, peak RSS in MB)"
     log_path = os.path.join(pipeline_dir(), "logs", f"{index:02d}_{stage.name}.log")
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # every stage reads the corpus the `data` stage built, even where <base>/base_data holds FineWeb shards (which
+    # get_data_dir would prefer); a NANOCHAT_DATA_DIR set by the user is where the data stage built it
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NANOCHAT_DATA_DIR": get_data_dir("local")}
     t0 = time.time()
     with open(log_path, "w") as log:
         proc, peak_mb = start_stage(stage, env)
@@ -192,15 +202,15 @@ def transcript_prompts():
     return [("identity", identity, None), ("arithmetic (synthetic)", arithmetic[0], arithmetic),
             ("spelling (synthetic)", spelling[0], spelling)]
 
-def write_transcript(device_type="cpu", max_tokens=256):
-    "Answer the transcript prompts with the newest model (temperature 0) and log a 'Transcript' report section"
+def write_transcript(device_type="cpu", max_tokens=256, model_tag=None):
+    "Answer the transcript prompts with the newest stage's `model_tag` model (temperature 0), log them to the report"
     from nanochat.common import compute_init, autocast_ctx, forward_mfu
     from nanochat.checkpoint_manager import newest_source, load_model
     from nanochat.engine import Engine
     from nanochat.report import get_report
     _, _, _, _, device = compute_init(device_type)
-    source = newest_source()
-    model, tokenizer, meta = load_model(source, device, phase="eval")
+    source = newest_source(model_tag)
+    model, tokenizer, meta = load_model(source, device, phase="eval", model_tag=model_tag)
     engine = Engine(model, tokenizer)
     lines = [f"The {source} model (step {meta['step']}) at temperature 0. It is tiny: expect it to be wrong often.", ""]
     tokens, seconds = 0, 0.0
@@ -283,6 +293,12 @@ def run_pipeline(cfg, stages=None):
                 if os.path.exists(marker_path(j, stages[j])):
                     os.remove(marker_path(j, stages[j]))
         rerun = True
+        for path in st.clears:  # made from what this stage replaces: rebuilt when next needed
+            path = os.path.join(get_base_dir(), path)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
         if st.name == "report":  # the pipeline's own section, just before the report is stitched together
             get_report().log("Pipeline timings", [f"Scale: {cfg.scale}\n", _timing_table(timings)])
         print(f"\n=== [{i + 1}/{len(stages)}] {st.name}: {command_line(st)}", flush=True)
@@ -302,7 +318,7 @@ def main(argv=None):
     "The pipeline script"
     cfg = parse_config(PipelineConfig, argv, description=PipelineConfig.__doc__)
     if cfg.transcript:
-        return write_transcript(cfg.device_type)
+        return write_transcript(cfg.device_type, model_tag=cfg.model_tag or None)
     try:
         return run_pipeline(cfg)
     except (StageFailed, ValueError) as e: # a failed stage, or flags that do not fit the run (stage, scale)
