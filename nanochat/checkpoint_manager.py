@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_largest_model', 'find_last_step',
-           'load_resume_checkpoint', 'check_resume', 'build_model', 'get_checkpoints_dir', 'resolve_checkpoint',
-           'newest_source', 'load_model']
+           'load_resume_checkpoint', 'check_resume', 'tokenizer_spec', 'build_model', 'get_checkpoints_dir',
+           'resolve_checkpoint', 'newest_source', 'load_model']
 
 # %% ../nbs/07_checkpoint.ipynb #ac9721d5
 import os, re, json, pickle, zipfile
@@ -20,21 +20,30 @@ def _torch_save_atomic(obj, path):
 
 def save_checkpoint(checkpoint_dir, step, model_data, optimizer_data, meta_data, rank=0):
     """Write optim (each rank), then model and meta (rank 0): meta last, so an interrupted save is never 'latest'.
-    Collective under torchrun: every rank must call it (the ranks meet at a barrier before rank 0 writes the model)."""
+    Collective under torchrun: every rank must call it (the ranks meet at barriers around rank 0's writes)."""
     os.makedirs(checkpoint_dir, exist_ok=True)
-    if optimizer_data is None and rank == 0:
-        # a save without optimizer state (SFT's final one) must not pair with optimizer files another run left at
-        # this step: a step with optim and meta files counts as resumable, and resuming would mix the two runs
+    distributed = dist.is_available() and dist.is_initialized()
+    world_size = dist.get_world_size() if distributed else 1
+    meta_path = os.path.join(checkpoint_dir, f"meta_{step:06d}.json")
+    if rank == 0:
+        # what another run left at this step must not pair with this save's files: its meta first (a save killed
+        # half-way over it would look complete, with this run's weights and that run's data position), then the
+        # optimizer files of ranks this run does not have (or all of them, for a save without optimizer state:
+        # a step with optim and meta files counts as resumable, and resuming would mix the two runs)
+        if os.path.exists(meta_path):
+            os.remove(meta_path)
         for name in os.listdir(checkpoint_dir):  # not glob: '[' in the directory's path is a pattern
-            if name.startswith(f"optim_{step:06d}_rank") and name.endswith(".pt"):
+            m = re.fullmatch(rf"optim_{step:06d}_rank(\d+)\.pt", name)
+            if m and (optimizer_data is None or int(m.group(1)) >= world_size):
                 os.remove(os.path.join(checkpoint_dir, name))
+    if distributed:  # no rank writes before that cleanup
+        dist.barrier()
     if optimizer_data is not None:  # optimizer state is sharded across ranks: each rank saves its own
         _torch_save_atomic(optimizer_data, os.path.join(checkpoint_dir, f"optim_{step:06d}_rank{rank:d}.pt"))
-    if dist.is_available() and dist.is_initialized():
+    if distributed:
         dist.barrier()
     if rank == 0:
         _torch_save_atomic(model_data, os.path.join(checkpoint_dir, f"model_{step:06d}.pt"))
-        meta_path = os.path.join(checkpoint_dir, f"meta_{step:06d}.json")
         atomic_write(meta_path, lambda f: json.dump(meta_data, f, indent=2), mode='w')
         logger.info(f"Saved checkpoint step {step} to {checkpoint_dir}")
 
@@ -94,10 +103,11 @@ def find_last_step(checkpoint_dir):
 
 # %% ../nbs/07_checkpoint.ipynb #9e4b2d17
 def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True,
-                           model_config=None, world_size=None):
+                           model_config=None, world_size=None, data_flags=None):
     """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
     exists; `load_model=False` leaves the model file to `build_model` (model None). Given the resuming run's
-    `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused"""
+    `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused, and
+    one whose `data_flags` ({flag: value}, in its user_config) differ: its data position is in other data"""
     flag = f"--resume-from-step={step}"
     if not os.path.isdir(checkpoint_dir):
         parent = os.path.dirname(checkpoint_dir)
@@ -113,25 +123,36 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
     elif optim_name not in files:  # a save without optimizer state, or one made by fewer ranks
         problem = f"the {stage} checkpoint of step {step} has no optimizer state for rank {rank} ({optim_name})"
     else:
-        check_resume(checkpoint_dir, step, stage, files, model_config, world_size)
+        check_resume(checkpoint_dir, step, stage, files, model_config, world_size, data_flags)
         if load_model:
             return load_checkpoint(checkpoint_dir, step, device, load_optimizer=True, rank=rank)
         optimizer_data = _load_file(os.path.join(checkpoint_dir, optim_name), device)
         return None, optimizer_data, _load_file(os.path.join(checkpoint_dir, meta_name))
     raise FileNotFoundError(f"{flag}: {problem} in {checkpoint_dir} (steps to resume from: {resumable or 'none'})")
 
-def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None):
-    """Refuse to resume `step` as another model than it trained (the flags or the source checkpoint changed since)
-    or on another number of ranks (each rank's optimizer file holds its own shard of the state)"""
+def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None, data_flags=None):
+    """Refuse to resume `step` as another model than it trained (the flags or the source checkpoint changed since),
+    on another number of ranks (each rank's optimizer file holds its own shard of the state), or on other data"""
     flag = f"--resume-from-step={step}"
     saved_ranks = sum(bool(re.fullmatch(rf"optim_{step:06d}_rank\d+\.pt", f)) for f in files)
     if world_size is not None and saved_ranks != world_size:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} was saved by {saved_ranks} process(es) and "
                          f"this run has {world_size}; the optimizer state is split between them: resume with "
                          f"{saved_ranks} (torchrun --nproc_per_node={saved_ranks})")
+    if model_config is None and not data_flags:
+        return
+    meta = _load_file(os.path.join(checkpoint_dir, f"meta_{step:06d}.json"))
+    saved_flags = meta.get("user_config", {})
+    # the data position in the meta belongs to its data: read as another tokenizer's or directory's, it would restart
+    # from the beginning or skip, unseen (a flag an older meta lacks is not compared)
+    changed = [f"--{k.replace('_', '-')}={saved_flags[k]!r} there, {v!r} now" for k, v in (data_flags or {}).items()
+               if k in saved_flags and saved_flags[k] != v]
+    if changed:
+        raise ValueError(f"{flag}: the {stage} checkpoint of step {step} trained on other data ({'; '.join(changed)}): "
+                         f"resume with the flags it started with, or start a new run")
     if model_config is None:
         return
-    saved = _load_file(os.path.join(checkpoint_dir, f"meta_{step:06d}.json")).get("model_config", {})
+    saved = meta.get("model_config", {})
     # a key an older meta lacks is not compared (its default is what loading that checkpoint assumes)
     changed = [f"{k} {saved[k]!r} there, {v!r} now" for k, v in model_config.items() if k in saved and saved[k] != v]
     if changed:
@@ -152,6 +173,11 @@ def _patch_missing_keys(model_data, n_layer):
     return model_data
 
 # %% ../nbs/07_checkpoint.ipynb #9626a50e
+def tokenizer_spec(meta):
+    """The `--tokenizer` a checkpoint's model was trained with ('' is the default BPE): base_train records it in its
+    flags, and every later stage copies its source's into its own meta (`tokenizer`), as its flags do not name one"""
+    return meta.get("tokenizer", meta.get("user_config", {}).get("tokenizer", ""))
+
 def build_model(checkpoint_dir, step, device, phase):
     "Return `(model, tokenizer, meta_data)` from a checkpoint; `phase` is 'train' or 'eval'"
     from nanochat.gpt import GPT, GPTConfig
@@ -171,7 +197,7 @@ def build_model(checkpoint_dir, step, device, phase):
     model.init_weights()  # rotary buffers are not in the state dict
     model.load_state_dict(model_data, strict=True, assign=True)
     model.eval() if phase == "eval" else model.train()
-    spec = meta_data.get("user_config", {}).get("tokenizer", "")
+    spec = tokenizer_spec(meta_data)
     tokenizer_dir = os.path.join(get_base_dir(), "tokenizer")
     if spec:  # a run with --tokenizer (the LZ78 family): load the tokenizer it names
         from nanochat.lz78_dataloader import resolve_tokenizer  # lazy: notebook 16 comes after this one

@@ -235,14 +235,20 @@ def pretokenized_data_loader_with_state_bos_bestfit(data_dir, B, T, split, token
     row_capacity = T + 1 # +1 for the target of the last position
     pos = {"doc": rank, "epoch": 1} # the next document this rank reads
     doc_buffer = BestFitBuffer()
-    resume = resume_state_dict if resume_state_dict and "doc" in resume_state_dict else {} # not ours: from the start
+    resume = resume_state_dict or {}
+    if resume and "doc" not in resume: # another loader's position (the tokenizing one's): here it would mean nothing
+        raise ValueError(f"the resume state is not a pretokenized loader's (keys {sorted(resume)}): the run was "
+                         f"started without --pretokenized-dir; resume it as it started")
     if resume and (resume.get("rank"), resume.get("world_size")) == (rank, world_size): # exact
         pos.update(doc=resume["doc"], epoch=resume["epoch"])
         for i in resume["buffer"]:
             doc_buffer.add(docs[i], doc_id=i) # in buffer order: ties stay in order
     elif resume: # another layout: the round of documents after those the saved rank had read
         start = resume["doc"] - resume["doc"] % world_size + world_size + rank
-        pos.update(doc=start % len(docs), epoch=resume["epoch"] + start // len(docs))
+        if start < len(docs):
+            pos.update(doc=start, epoch=resume["epoch"])
+        else: # past the end: the next epoch from this rank's first document (a modulo would land on another rank's)
+            pos.update(doc=rank, epoch=resume["epoch"] + 1)
 
     def refill_buffer():
         while len(doc_buffer) < buffer_size:

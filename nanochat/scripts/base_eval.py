@@ -49,10 +49,11 @@ def check_sizes(cfg):
 
 # %% ../../nbs/25_base_eval.ipynb #9d29df41
 def checkpoint_token_bytes(meta, tokenizer, device):
-    """Each token id's length in bytes for the tokenizer a checkpoint trained with (its `--tokenizer`, in the meta);
-    None for the default tokenizer, whose `token_bytes.pt` bpb reads as nanochat does"""
+    """Each token id's length in bytes for the tokenizer a checkpoint trained with (its `--tokenizer`, in the meta; any
+    stage's checkpoint); None for the default tokenizer, whose `token_bytes.pt` bpb reads as nanochat does"""
     from nanochat.lz78_dataloader import tokenizer_dir_of, resolve_token_bytes
-    spec = meta.get("user_config", {}).get("tokenizer", "")
+    from nanochat.checkpoint_manager import tokenizer_spec
+    spec = tokenizer_spec(meta)
     if not spec:
         return None
     return resolve_token_bytes(spec, tokenizer, tokenizer_dir_of(spec), device)

@@ -208,8 +208,11 @@ def _setup_model(run, cfg):
     model.init_weights()
     resume = None
     if cfg.resume_from_step != -1:
+        # the data position it saved is in its data: the same tokenizer and token shards, or a clear error
+        data_flags = {"tokenizer": cfg.tokenizer, "pretokenized_dir": cfg.pretokenized_dir}
         resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "base",
-                                        model_config=asdict(model.config), world_size=run.world_size)
+                                        model_config=asdict(model.config), world_size=run.world_size,
+                                        data_flags=data_flags)
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = model  # uncompiled: for eval, sampling and saving

@@ -166,6 +166,7 @@ class RLRun(StageRun):
     shapes_vary: ClassVar[bool] = True  # rollouts are padded to the longest one (pad_multiple: common)
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
+    tokenizer_spec: str = ""  # its --tokenizer ('': the default BPE), written into every save (build_model reads it)
     assistant_end: int = None  # id of <|assistant_end|>: where a sample stops, and the rollouts' padding
     # Model and optimizers
     model_tag: str = None  # the source model's tag, also the output's
@@ -210,6 +211,7 @@ def _load_start(run, cfg):
 def setup(cfg, train_task=None, val_task=None):
     "Device, tasks, model, engine, optimizers, horizon and loop state for a run of `cfg`"
     from nanochat.engine import Engine
+    from nanochat.checkpoint_manager import tokenizer_spec
     check_config(cfg, int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
     run = RLRun(cfg=cfg)
     run.init_compute()
@@ -220,6 +222,7 @@ def setup(cfg, train_task=None, val_task=None):
     run.num_steps = get_num_steps(cfg, len(train_task))
     run.examples_per_rank = cfg.examples_per_step // run.world_size
     run.model, run.tokenizer, meta = _load_start(run, cfg)
+    run.tokenizer_spec = tokenizer_spec(meta)  # the source's, or the resumed RL checkpoint's (a copy of it)
     run.engine = Engine(run.model, run.tokenizer, compile=cfg.compile)
     run.num_flops_per_token = run.model.estimate_flops()
     run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
@@ -389,7 +392,8 @@ def save(run):
     from nanochat.checkpoint_manager import save_checkpoint
     st, cfg = run.state, run.cfg
     meta = {"step": st.step, "model_config": asdict(run.model.config), "user_config": asdict_config(cfg),
-            "num_steps": run.num_steps, "loop_state": {k: v for k, v in asdict(st).items() if k != "step"},
+            "tokenizer": run.tokenizer_spec, "num_steps": run.num_steps,
+            "loop_state": {k: v for k, v in asdict(st).items() if k != "step"},
             "cpu_matmul_choices": run.matmul_choices_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.model.state_dict(), [opt.state_dict() for opt in run.optimizers],
                     meta, rank=run.rank)

@@ -154,6 +154,7 @@ class SFTRun(StageRun):
     shapes_vary: ClassVar[bool] = True  # each batch is padded to its longest conversation (pad_multiple: common)
     # Tokenizer
     tokenizer: Any = None  # the source model's tokenizer
+    tokenizer_spec: str = ""  # its --tokenizer ('': the default BPE), written into every save (build_model reads it)
     # Model and optimizers
     model_tag: str = None  # the source model's tag, also the output's
     checkpoint_dir: str = None  # <base_dir>/chatsft_checkpoints/<model_tag>
@@ -179,7 +180,7 @@ class SFTRun(StageRun):
 # %% ../../nbs/28_chat_sft.ipynb #3c37b932
 def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, loaders and horizon for a run of `cfg` (`datasets` overrides the mixture)"
-    from nanochat.checkpoint_manager import load_resume_checkpoint
+    from nanochat.checkpoint_manager import load_resume_checkpoint, tokenizer_spec
     check_config(cfg)
     run = SFTRun(cfg=cfg)
     run.grad_accum_steps = get_sft_grad_accum_steps(cfg.target_examples_per_step, cfg.device_batch_size,
@@ -187,7 +188,9 @@ def setup(cfg, datasets=None):
     if datasets is None and cfg.mixture != "default":
         parse_mixture(cfg.mixture, "train")  # a bad name fails here
     run.init_compute()
-    model, run.tokenizer, _, run.model_tag = load_source_model(cfg.source, cfg.model_tag, cfg.model_step, run.device)
+    model, run.tokenizer, source_meta, run.model_tag = load_source_model(cfg.source, cfg.model_tag, cfg.model_step,
+                                                                         run.device)
+    run.tokenizer_spec = tokenizer_spec(source_meta)
     run.train_ds, run.val_ds = datasets or (build_sft_mixture(cfg.mixture, "train"),
                                             build_sft_mixture(cfg.mixture, "val"))
     run.num_iterations = cfg.num_iterations if cfg.num_iterations > 0 else \
@@ -315,7 +318,8 @@ def save(run, final=True):
     st, cfg = run.state, run.cfg
     accuracies = {f"{k.lower().replace('-', '_')}_acc": v for k, v in st.metrics.items()}  # mmlu_acc, arc_easy_acc
     meta = {"step": st.step, "val_loss": st.val_loss, **accuracies, "model_config": asdict(run.orig_model.config),
-            "user_config": asdict_config(cfg), "train_examples_seen": st.step * cfg.target_examples_per_step,
+            "user_config": asdict_config(cfg), "tokenizer": run.tokenizer_spec,
+            "train_examples_seen": st.step * cfg.target_examples_per_step,
             "loop_state": asdict(st), "cpu_matmul_choices": run.matmul_choices_for_meta()}
     optimizer_data = None if final else [opt.state_dict() for opt in run.optimizers]
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(), optimizer_data, meta, rank=run.rank)

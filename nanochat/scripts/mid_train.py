@@ -150,6 +150,7 @@ class MidRun(StageRun):
     cfg: MidConfig = None  # the flags
     # Tokenizer
     tokenizer: Any = None  # the base model's tokenizer
+    tokenizer_spec: str = ""  # its --tokenizer ('': the default BPE), written into every save (build_model reads it)
     token_bytes: torch.Tensor = None  # (vocab_size,) UTF-8 bytes of each token, for bits per byte
     # Model and optimizers
     model_tag: str = None  # the base model's tag, also the output's
@@ -182,6 +183,8 @@ class MidRun(StageRun):
 def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, packed loaders and loop state of a run (`datasets` overrides the mixture)"
     from nanochat.tokenizer import get_token_bytes
+    from nanochat.checkpoint_manager import tokenizer_spec
+    from nanochat.scripts.base_eval import checkpoint_token_bytes
     from nanochat.dataloader import conversation_bestfit_loader
     from nanochat.checkpoint_manager import load_resume_checkpoint
     if cfg.pack not in ("crop", "pad"):
@@ -201,7 +204,11 @@ def setup(cfg, datasets=None):
     if cfg.device_batch_size > base_meta.get("device_batch_size", cfg.device_batch_size):
         print0(f"FOOTGUN WARNING: the base model trained with --device-batch-size={base_meta['device_batch_size']}; "
                f"{cfg.device_batch_size} may not fit in memory")
-    run.token_bytes = get_token_bytes(device=run.device, tokenizer=run.tokenizer)
+    run.tokenizer_spec = tokenizer_spec(base_meta)
+    # the token bytes of the tokenizer the base model trained with (an LZ78 one's, not the default BPE's)
+    run.token_bytes = checkpoint_token_bytes(base_meta, run.tokenizer, run.device)
+    if run.token_bytes is None:
+        run.token_bytes = get_token_bytes(device=run.device, tokenizer=run.tokenizer)
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
@@ -330,8 +337,9 @@ def save(run):
         dist.all_gather_object(states, run.consumed_state)
     loop_state = {k: v for k, v in asdict(st).items() if k not in ("step", "val_bpb")}
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": asdict(run.orig_model.config),
-            "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
-            "max_seq_len": cfg.max_seq_len, "total_batch_size": cfg.total_batch_size,
+            "user_config": asdict_config(cfg), "tokenizer": run.tokenizer_spec,
+            "device_batch_size": cfg.device_batch_size, "max_seq_len": cfg.max_seq_len,
+            "total_batch_size": cfg.total_batch_size,
             "dataloader_state_dicts": states, "loop_state": loop_state,
             "cpu_matmul_choices": run.matmul_choices_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(),
