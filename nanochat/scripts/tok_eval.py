@@ -102,11 +102,18 @@ def comparison_table(results, vocab_sizes):
 class TokEvalConfig:
     "Compression ratio of the trained tokenizer against baselines"
     tokenizer_dir: str = ''  # tokenizer to evaluate (default: <base_dir>/tokenizer)
+    tokenizer: str = ''  # or a spec, as base_train's --tokenizer: lz78[:<dir>] | bpe[:<dir>] (the LZ78 family)
 
 def main(argv=None):
     "Print (and report) bytes per token of our tokenizer, the byte baseline and cached GPT-2/GPT-4 encodings"
     cfg = parse_config(TokEvalConfig, argv)
-    ours = load_tokenizer(cfg.tokenizer_dir) if cfg.tokenizer_dir else get_tokenizer()
+    if cfg.tokenizer and cfg.tokenizer_dir:
+        raise ValueError("--tokenizer and --tokenizer-dir both name a tokenizer: give one")
+    if cfg.tokenizer:  # an LZ78 tokenizer is not a directory load_tokenizer knows
+        from nanochat.lz78_dataloader import resolve_tokenizer
+        ours, _ = resolve_tokenizer(cfg.tokenizer)
+    else:
+        ours = load_tokenizer(cfg.tokenizer_dir) if cfg.tokenizer_dir else get_tokenizer()
     tokenizers = {"char": CharLevelTokenizer(), "ours": ours}
     for name, tiktoken_name in [("gpt2", "gpt2"), ("gpt4", "cl100k_base")]:
         enc = load_tiktoken_offline(tiktoken_name)
