@@ -182,9 +182,8 @@ class MidRun(StageRun):
 # %% ../../nbs/27_mid_train.ipynb #6b3eb8b2
 def setup(cfg, datasets=None):
     "Device, model, optimizers, mixture, packed loaders and loop state of a run (`datasets` overrides the mixture)"
-    from nanochat.tokenizer import get_token_bytes
     from nanochat.checkpoint_manager import tokenizer_spec
-    from nanochat.scripts.base_eval import checkpoint_token_bytes
+    from nanochat.lz78_dataloader import tokenizer_dir_of, resolve_token_bytes
     from nanochat.dataloader import conversation_bestfit_loader
     from nanochat.checkpoint_manager import load_resume_checkpoint
     if cfg.pack not in ("crop", "pad"):
@@ -206,9 +205,8 @@ def setup(cfg, datasets=None):
                f"{cfg.device_batch_size} may not fit in memory")
     run.tokenizer_spec = tokenizer_spec(base_meta)
     # the token bytes of the tokenizer the base model trained with (an LZ78 one's, not the default BPE's)
-    run.token_bytes = checkpoint_token_bytes(base_meta, run.tokenizer, run.device)
-    if run.token_bytes is None:
-        run.token_bytes = get_token_bytes(device=run.device, tokenizer=run.tokenizer)
+    run.token_bytes = resolve_token_bytes(run.tokenizer_spec, run.tokenizer, tokenizer_dir_of(run.tokenizer_spec),
+                                          run.device)
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
