@@ -24,7 +24,11 @@ of --repeats, the methods interleaved:
                torch.multinomial sampling, get_pos() via .item(), a new input tensor every step, each row's first
                token sampled from the prefill's logits
     naive      no KV cache: GPT.generate at batch 1; at batch 8 a batched loop that reruns the whole sequence
-  and each method's speed-up over the reference (CPU rates);
+    weights    no model at all: every matmul weight of the step (lm_head cut to the vocabulary) read once per step by
+               a sum, on the row's threads. At batch 1 a decode step streams all of them for one token, so this is
+               the memory floor of an fp32 step on this machine, measured in the same run: a step cannot be faster
+               than reading its weights (unless they stay in the CPU's cache, where the floor is the cache's rate)
+  and each method's speed-up over the reference (CPU rates) and its share of the weights row's rate;
 - that the engine and the compiled engine give exactly the reference loop's tokens at temperature 0;
 - prefill tokens/s (a 256-token prompt into a batch-1 cache) and time to first token (16- and 256-token prompts)
 - KV cache bytes per token and row.
@@ -113,6 +117,21 @@ def _reference_generate(engine, tokens, num_samples, max_tokens, temperature, to
         ids = torch.tensor(column, dtype=torch.long, device=device).unsqueeze(1)
 
 
+def matmul_weights(model):
+    "The weights a decode step multiplies by: every linear layer's, and lm_head's cut to the vocabulary"
+    weights = [m.weight for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and name != 'lm_head']
+    return weights + [model.lm_head.weight[:model.config.vocab_size]]
+
+
+@torch.inference_mode()
+def read_weights(weights, steps):
+    "The memory floor of an fp32 decode step: each weight read once per step (a sum), nothing else computed"
+    for _ in range(steps):
+        for w in weights:
+            w.sum()
+        yield None, None
+
+
 @torch.inference_mode()
 def naive_batched(model, tokens, num_samples, max_tokens, temperature, top_k, seed=42):
     "No cache: every step reruns the whole (B, T) sequence"
@@ -197,16 +216,20 @@ def main():
         engine = Engine(model, NoStopTokenizer(c.vocab_size))
         compiled = Engine(model, NoStopTokenizer(c.vocab_size), compile=True)
         prompt = torch.randint(0, c.vocab_size, (args.prompt_len,), generator=torch.Generator().manual_seed(1)).tolist()
+        weights = matmul_weights(model)
+        weight_bytes = sum(w.numel() * w.element_size() for w in weights)
         kv_bytes = 2 * c.n_layer * c.n_kv_head * (c.n_embd // c.n_head) * torch.tensor([], dtype=engine.kv_cache_kwargs()['dtype']).element_size()
         print(f"\nd{depth}: n_embd {c.n_embd}, {c.n_layer} layers, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M params, "
-              f"KV cache {kv_bytes:,} bytes per token per row ({kv_bytes * (args.prompt_len + args.new_tokens) / 2**20:.1f} MiB per row here)")
+              f"KV cache {kv_bytes:,} bytes per token per row ({kv_bytes * (args.prompt_len + args.new_tokens) / 2**20:.1f} MiB per row here), "
+              f"matmul weights {weight_bytes / 2**20:.1f} MiB (read once per decode step)")
         torch.set_num_threads(threads_for(1))
         for _ in engine.generate(prompt, max_tokens=8): pass  # warm up (and, on one thread, the column blocks' probe)
         if threads_for(1) == 1:
             print("batch 1 on one thread, each product as column blocks (embedding_bag) or as MKL's: "
                   + ", ".join(f"{o}x{i} {'blocks' if v else 'MKL'}" for (o, i), v in _column_blocks_shapes.items()
                               if c.n_embd in (o, i)) + " (12_engine's probe)")
-        print(f"{'batch':>5} {'threads':>7} {'method':>10} {'tok/s wall':>11} {'tok/s CPU':>10} {'TTFT ms':>8} {'vs reference (CPU)':>19}")
+        print(f"{'batch':>5} {'threads':>7} {'method':>10} {'tok/s wall':>11} {'tok/s CPU':>10} {'TTFT ms':>8} {'vs reference (CPU)':>19} "
+              f"{'of weights read (CPU)':>22}")
         for batch, threads in rows_to_run:
             torch.set_num_threads(threads)
             torch._dynamo.reset()  # inductor's kernels are built for one thread count: compile for this row's
@@ -233,15 +256,17 @@ def main():
                 'engine': (lambda: engine.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
                 'compiled': (lambda: compiled.generate(prompt, num_samples=batch, **gen_kw), args.repeats),
                 'reference': (lambda: reference_generate(engine, prompt, batch, args.new_tokens, args.temperature, top_k), args.repeats),
+                'weights': (lambda: read_weights(weights, args.new_tokens), args.repeats),
             }
             if not args.no_naive:  # slow (quadratic): one run
                 methods['naive'] = ((lambda: model.generate(prompt, args.new_tokens, args.temperature, top_k)) if batch == 1
                                     else (lambda: naive_batched(model, prompt, batch, args.new_tokens, args.temperature, top_k)), 1)
             rows = best_decode(methods, batch, args.repeats)
             for name, (wall, cpu, ttft) in rows.items():
-                speedup = '' if name == 'reference' else f"{cpu / rows['reference'][1]:.2f}x"
+                speedup = '' if name in ('reference', 'weights') else f"{cpu / rows['reference'][1]:.2f}x"
+                floor = '' if name == 'weights' else f"{100 * cpu / rows['weights'][1]:.0f}%"
                 print(f"{batch:>5} {torch.get_num_threads():>7} {name:>10} {wall:>11,.0f} {cpu:>10,.0f} {ttft * 1e3:>8.1f} "
-                      f"{speedup:>19}", flush=True)
+                      f"{speedup:>19} {floor:>22}", flush=True)
             results[(depth, batch, threads)] = rows
         for plen in (args.prompt_len, 256):
             torch.set_num_threads(threads_for(plen))  # a prompt is a batch of tokens for the matmuls
@@ -249,13 +274,14 @@ def main():
             ttft = min(time_stream(engine.generate(list(range(plen)), max_tokens=1))[1][0] for _ in range(args.repeats))
             print(f"prefill {plen:>3} tokens ({torch.get_num_threads()} thread(s)): {wall:>8,.0f} tok/s wall, {cpu:>8,.0f} tok/s CPU; "
                   f"time to first token {ttft * 1e3:.1f} ms")
-    print("\n| depth | batch | threads | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop | compiled / loop (wall) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| depth | batch | threads | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop | compiled / loop (wall) | weights read tok/s | loop, engine, compiled: of weights read |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (depth, batch, threads), rows in results.items():
-        r, e, c = rows['reference'][1], rows['engine'][1], rows['compiled'][1]
+        r, e, c, w = rows['reference'][1], rows['engine'][1], rows['compiled'][1], rows['weights'][1]
         print(f"| d{depth} | {batch} | {threads} | {r:,.0f} | {e:,.0f} | {c:,.0f} | {e / r:.2f}x | {c / r:.2f}x "
-              f"| {rows['compiled'][0] / rows['reference'][0]:.2f}x |")
-    print("(CPU-time rates, tokens per CPU-second of all threads, except the last column: the same methods on the same threads)")
+              f"| {rows['compiled'][0] / rows['reference'][0]:.2f}x | {w:,.0f} | {100 * r / w:.0f}%, {100 * e / w:.0f}%, {100 * c / w:.0f}% |")
+    print("(CPU-time rates, tokens per CPU-second of all threads, except the compiled / loop (wall) column: the same methods on "
+          "the same threads; 'weights read': each step's matmul weights summed once, no model, the memory floor of a step)")
     print(f"load average at the end {os.getloadavg()[0]:.1f} (other processes on this machine distort wall-clock timings)")
 
 

@@ -16,8 +16,8 @@ import argparse, os, time
 import torch
 import torch._dynamo
 from nanochat.gpt import GPT, GPTConfig
-from nanochat.optim import Muon, AdamW, setup_optimizers, get_orth_dtype
-from nanochat.common import cpu_bf16_matmul_is_fast
+from nanochat.optim import Muon, AdamW, setup_optimizers
+from nanochat.common import get_orth_dtype, cpu_bf16_matmul_is_fast
 
 def build(depth, args):
     "A GPT of `depth` with the CPU run's shapes, initialized as nanochat does (meta -> cpu -> init_weights)"

@@ -216,7 +216,7 @@ def nanochat_rotary(x, cos, sin):
 
 def nanochat_quintic(G, coeffs, norm_scale, eps, dtype):
     "Polar Express as nanochat writes it: the polynomial with separate scale, matmul and add"
-    from nanochat.optim import get_orth_dtype
+    from nanochat.common import get_orth_dtype
     X = G.to(get_orth_dtype(G.device, dtype))
     tall = G.size(-2) > G.size(-1)
     if tall:

@@ -8,7 +8,7 @@ __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_larges
            'resolve_checkpoint', 'newest_source', 'load_model']
 
 # %% ../nbs/07_checkpoint.ipynb #ac9721d5
-import os, re, json, pickle, zipfile
+import os, re, json, pickle, time, zipfile
 import torch
 import torch.distributed as dist
 from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag
@@ -17,6 +17,22 @@ from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check
 def _torch_save_atomic(obj, path):
     "torch.save through a temp file + rename"
     atomic_write(path, lambda f: torch.save(obj, f))
+
+def _set_aside_later_steps(checkpoint_dir, step):
+    """Move the files of steps after `step` into `superseded_<time>/`: another run's (the tag trained again), or this
+    run's before it resumed from an earlier step. Left in place, the last of them would be the checkpoint that every
+    later stage loads by default"""
+    pattern = r"(?:model|meta|optim)_(\d+)(?:_rank\d+)?\.(?:pt|json)"
+    names = os.listdir(checkpoint_dir)
+    later = [name for name in names if (m := re.fullmatch(pattern, name)) and int(m.group(1)) > step]
+    if not later:
+        return
+    aside = os.path.join(checkpoint_dir, time.strftime("superseded_%Y%m%d_%H%M%S"))
+    os.makedirs(aside, exist_ok=True)
+    for name in later:
+        os.replace(os.path.join(checkpoint_dir, name), os.path.join(aside, name))
+    logger.warning(f"saving step {step}: moved {len(later)} files of later steps, from another run, to {aside} "
+                   f"(nothing is deleted; remove it when you no longer need them)")
 
 def save_checkpoint(checkpoint_dir, step, model_data, optimizer_data, meta_data, rank=0):
     """Write optim (each rank), then model and meta (rank 0): meta last, so an interrupted save is never 'latest'.
@@ -36,6 +52,7 @@ def save_checkpoint(checkpoint_dir, step, model_data, optimizer_data, meta_data,
             m = re.fullmatch(rf"optim_{step:06d}_rank(\d+)\.pt", name)
             if m and (optimizer_data is None or int(m.group(1)) >= world_size):
                 os.remove(os.path.join(checkpoint_dir, name))
+        _set_aside_later_steps(checkpoint_dir, step)
     if distributed:  # no rank writes before that cleanup
         dist.barrier()
     if optimizer_data is not None:  # optimizer state is sharded across ranks: each rank saves its own

@@ -10,10 +10,11 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
            'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
            'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
-           'parse_dtype', 'forced_dtype', 'get_compute_dtype', 'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept',
-           'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run',
-           'parse_config', 'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops',
-           'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'parse_dtype', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype', 'autocast_ctx', 'keep_freed_memory',
+           'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser',
+           'exit_if_dry_run', 'parse_config', 'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb',
+           'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum',
+           'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -493,6 +494,9 @@ def forced_dtype():
 def get_compute_dtype(device_type=None, training=False):
     "Compute dtype: env `NANOCHAT_DTYPE`, else bf16 on CUDA sm80+ and for `training` on a fast-bf16 CPU"
     forced = forced_dtype()
+    if forced == torch.float16 and training:  # without loss scaling (a GradScaler) small fp16 gradients flush to 0
+        raise ValueError("NANOCHAT_DTYPE=float16: training here has no loss scaling, and fp16 gradients underflow; "
+                         "train in bfloat16 or float32 (float16 is fine for evaluation and chat)")
     if forced is not None:
         return forced
     device_type = device_type or autodetect_device_type()
@@ -501,6 +505,22 @@ def get_compute_dtype(device_type=None, training=False):
     # bf16 units (AVX512-BF16, AMX): training's matmuls run 2x+ faster in bf16, once oneDNN has built a kernel for
     # each matmul shape; stages whose batch width changes every step (SFT, RL) round it up (StageRun.pad_multiple)
     if device_type == 'cpu' and training and cpu_bf16_matmul_is_fast():
+        return torch.bfloat16
+    return torch.float32
+
+def get_orth_dtype(device, dtype=None):
+    """Muon's orthogonalization dtype: `dtype`, else env NANOCHAT_ORTH_DTYPE, else NANOCHAT_DTYPE, else bf16 on CUDA or
+    a fast-bf16 CPU, else fp32"""
+    if dtype is not None:
+        return dtype
+    env = os.environ.get('NANOCHAT_ORTH_DTYPE', '').strip()
+    if env:
+        return parse_dtype(env, 'NANOCHAT_ORTH_DTYPE')
+    forced = forced_dtype()
+    if forced is not None:
+        return forced
+    device_type = torch.device(device).type
+    if device_type == 'cuda' or (device_type == 'cpu' and cpu_bf16_matmul_is_fast()):
         return torch.bfloat16
     return torch.float32
 
@@ -642,9 +662,21 @@ class StageRun:
             dist.all_gather_object(per_rank, per_rank[0])
         return per_rank
 
+    def precision_for_meta(self):
+        "The dtypes this run trains and orthogonalizes (Muon) in, for a checkpoint's meta"
+        name = lambda dtype: str(dtype).removeprefix('torch.')
+        return {"train_dtype": name(self.train_dtype), "orth_dtype": name(get_orth_dtype(self.device))}
+
     def resume_matmul_choices(self, meta):
         """Answer the CPU library probes as the checkpointed run did (its `cpu_matmul_choices`: this rank's, rank 0's
-        under another world size); called before the resumed process's first product"""
+        under another world size), and refuse to continue in other dtypes than its `precision`; called before the
+        resumed process's first product"""
+        saved, now = meta.get('precision'), self.precision_for_meta()  # older checkpoints have no 'precision'
+        if saved and saved != now:  # on a CPU the bf16 probe is a timing, which can answer otherwise next time
+            fix = f"NANOCHAT_DTYPE={saved['train_dtype']} NANOCHAT_ORTH_DTYPE={saved['orth_dtype']}"
+            raise ValueError(f"the checkpoint trained in {saved['train_dtype']} (Muon in {saved['orth_dtype']}), this "
+                             f"process would in {now['train_dtype']} ({now['orth_dtype']}): resume with {fix} to "
+                             f"continue as it trained")
         per_rank = meta.get('cpu_matmul_choices') or []  # checkpoints from before they were kept have none
         if not per_rank:
             return

@@ -35,6 +35,8 @@ def prefix_smoothed_loss(logits, targets, ancestors, kind="soft", weight=0.1, de
         raise ValueError(f"prefix loss kind must be one of {PREFIX_LOSSES}, got {kind!r}")
     if not 0 <= weight <= 1:
         raise ValueError(f"prefix loss weight must be in [0, 1], got {weight}")
+    if not (decay >= 0 and pos_weight > 0):  # written so that NaN fails too: it would make every loss NaN
+        raise ValueError(f"prefix loss decay must be >= 0 and pos_weight > 0, got {decay} and {pos_weight}")
     if reduction not in ("mean", "none"):
         raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
     logits = logits.reshape(-1, logits.size(-1)).float() # (N, V)

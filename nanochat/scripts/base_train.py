@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['SAMPLE_PROMPTS', 'PHASES', 'OP_KINDS', 'TrainConfig', 'build_model_meta', 'get_grad_accum_steps',
-           'get_num_iterations', 'check_positive_or_unset', 'check_at_least', 'check_positive', 'check_config',
-           'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'check_horizon', 'setup', 'train_step',
-           'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save', 'due', 'train',
-           'report_training', 'main', 'profile_steps', 'count_step_flops']
+           'get_num_iterations', 'check_positive_or_unset', 'check_periods', 'check_at_least', 'check_positive',
+           'check_config', 'optimizer_kwargs', 'LoopState', 'Run', 'check_lz78_flags', 'check_horizon', 'setup',
+           'train_step', 'peak_memory_mb', 'log_step', 'evaluate_val_bpb', 'sample', 'evaluate_core_metric', 'save',
+           'due', 'train', 'report_training', 'main', 'profile_steps', 'count_step_flops']
 
 # %% ../../nbs/24_base_train.ipynb #13770f75
 import os, sys, time, resource, functools
@@ -110,6 +110,11 @@ def check_positive_or_unset(flag, value):
     if value != -1 and value <= 0:
         raise ValueError(f"{flag}={value} must be positive, or -1 (not set)")
 
+def check_periods(cfg, *names):
+    "The periodic flags `names` of `cfg` (`eval_every`, ...): every N > 0 steps, or -1 (never)"
+    for name in names:
+        check_positive_or_unset(f"--{name.replace('_', '-')}", getattr(cfg, name))
+
 def check_at_least(flag, value, low=1, hint=""):
     "Refuse a count or size below `low` (NaN too), before any work (the stages share these checks and their messages)"
     if not value >= low:
@@ -126,6 +131,7 @@ def check_config(cfg):
     check_positive_or_unset("--num-iterations", cfg.num_iterations)
     check_positive_or_unset("--target-flops", cfg.target_flops)
     check_positive_or_unset("--target-param-data-ratio", cfg.target_param_data_ratio)
+    check_periods(cfg, "eval_every", "core_metric_every", "sample_every", "save_every")
     for flag, value in (("--warmup-ratio", cfg.warmup_ratio), ("--warmdown-ratio", cfg.warmdown_ratio),
                         ("--final-lr-frac", cfg.final_lr_frac)):
         if not 0 <= value <= 1:  # outside, the multiplier overshoots 1 or goes negative (gradient ascent)
@@ -239,7 +245,7 @@ def check_lz78_flags(cfg):
         raise ValueError(f"--prefix-loss={cfg.prefix_loss!r}: use one of {PREFIX_LOSSES}")
     if not 0 <= cfg.prefix_weight <= 1:
         raise ValueError(f"--prefix-weight={cfg.prefix_weight} must be in [0, 1]")
-    if cfg.prefix_decay < 0 or cfg.prefix_pos_weight <= 0:
+    if not (cfg.prefix_decay >= 0 and cfg.prefix_pos_weight > 0):  # NaN fails too: it would make every loss NaN
         raise ValueError(f"--prefix-decay={cfg.prefix_decay} must be >= 0 "
                          f"and --prefix-pos-weight={cfg.prefix_pos_weight} > 0")
     if cfg.pretokenized_dir:
@@ -444,7 +450,8 @@ def save(run):
             "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
             "max_seq_len": cfg.max_seq_len, "total_batch_size": cfg.total_batch_size,
             "dataloader_state_dict": states[0], "dataloader_state_dicts": states, "loop_state": loop_state,
-            "cpu_matmul_choices": run.matmul_choices_for_meta()}
+            "cpu_matmul_choices": run.matmul_choices_for_meta(),
+            "precision": run.precision_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(),
                     [opt.state_dict() for opt in run.optimizers], meta, rank=run.rank)
 

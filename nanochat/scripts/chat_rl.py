@@ -16,7 +16,8 @@ import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
                              asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
 from ..engine import rows_per_prompt
-from .base_train import due, check_horizon, check_positive_or_unset, check_at_least, check_positive
+from .base_train import (due, check_horizon, check_positive_or_unset, check_at_least, check_positive,
+                                         check_periods)
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -129,14 +130,16 @@ def check_config(cfg, world_size):
         raise ValueError(f"--source={cfg.source!r}: use sft or mid")
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: --num-epochs over the train split
+    check_periods(cfg, "eval_every", "save_every")
     check_at_least("--num-epochs", cfg.num_epochs)
     check_at_least("--device-batch-size", cfg.device_batch_size)
-    if cfg.num_samples < 1 or cfg.num_samples % cfg.device_batch_size:
+    # a question's advantages compare its samples: one sample, or identical ones at temperature 0, learn nothing
+    check_at_least("--num-samples", cfg.num_samples, 2, " (the advantages compare a question's samples)")
+    check_positive("--temperature", cfg.temperature)
+    if cfg.num_samples % cfg.device_batch_size:
         raise ValueError(f"--num-samples={cfg.num_samples} must be a positive multiple of "
                          f"--device-batch-size={cfg.device_batch_size}")
     check_at_least("--max-new-tokens", cfg.max_new_tokens)
-    # below 0: else the engine's assertion, after the model loads
-    check_at_least("--temperature", cfg.temperature, 0, " (0: greedy)")
     check_at_least("--top-k", cfg.top_k, 0, " (0: no limit)")  # else quietly no limit, as 0
     check_positive("--init-lr-frac", cfg.init_lr_frac)  # 0 would train nothing, a negative fraction ascend the loss
     # pass@k over no problem would report 0
@@ -204,8 +207,12 @@ def _load_start(run, cfg):
             raise FileNotFoundError(f"{e}: no step {source_step} of --source={cfg.source} --model-tag={run.model_tag}; "
                                     f"check --model-step, or create it with: {command}") from e
     # the optimizer states first: the error for a step that cannot be resumed from lists those that can
+    # the rollouts are this run's data: the same questions, sampled the same way (and seeded per sampling batch)
+    data_flags = {k: getattr(cfg, k) for k in ("task", "examples_per_step", "num_samples", "device_batch_size",
+                                               "rollout_batch_questions", "max_new_tokens", "temperature", "top_k")}
     _, run.optimizer_states, _ = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank,
-                                                        "RL", load_model=False, world_size=run.world_size)
+                                                        "RL", load_model=False, world_size=run.world_size,
+                                                        data_flags=data_flags)
     return build_model(run.checkpoint_dir, cfg.resume_from_step, run.device, phase="eval")
 
 def setup(cfg, train_task=None, val_task=None):
@@ -219,6 +226,9 @@ def setup(cfg, train_task=None, val_task=None):
         from nanochat.tasks import get_task
         train_task, val_task = get_task(cfg.task, "train"), get_task(cfg.task, "test")
     run.train_task, run.val_task = train_task, val_task
+    if not callable(getattr(train_task, "reward", None)):  # else the first rollout fails, after the model loads
+        raise ValueError(f"--task={cfg.task}: {type(train_task).__name__} has no reward to learn from; use GSM8K, "
+                         f"GSM8K-socratic, SpellingBee or SyntheticArithmetic")
     run.num_steps = get_num_steps(cfg, len(train_task))
     run.examples_per_rank = cfg.examples_per_step // run.world_size
     run.model, run.tokenizer, meta = _load_start(run, cfg)
@@ -394,7 +404,8 @@ def save(run):
     meta = {"step": st.step, "model_config": asdict(run.model.config), "user_config": asdict_config(cfg),
             "tokenizer": run.tokenizer_spec, "num_steps": run.num_steps,
             "loop_state": {k: v for k, v in asdict(st).items() if k != "step"},
-            "cpu_matmul_choices": run.matmul_choices_for_meta()}
+            "cpu_matmul_choices": run.matmul_choices_for_meta(),
+            "precision": run.precision_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.model.state_dict(), [opt.state_dict() for opt in run.optimizers],
                     meta, rank=run.rank)
 

@@ -16,7 +16,8 @@ import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
                              parse_config, asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
-from .base_train import peak_memory_mb, due, check_positive_or_unset, check_at_least, check_positive
+from .base_train import (peak_memory_mb, due, check_positive_or_unset, check_at_least, check_positive,
+                                         check_periods)
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
                                         mean_target_loss)
 
@@ -131,10 +132,14 @@ def check_config(cfg):
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: --num-epochs of the mixture
     check_positive_or_unset("--max-seq-len", cfg.max_seq_len)  # -1: the model's sequence_len
+    check_periods(cfg, "eval_every", "eval_metrics_every", "save_every")
     check_at_least("--num-epochs", cfg.num_epochs)
     # the mean of no batch at all fails after the model loads (--eval-every=-1 turns it off)
     check_at_least("--eval-steps", cfg.eval_steps)
     check_positive("--init-lr-frac", cfg.init_lr_frac)  # 0 would train nothing, a negative fraction ascend the loss
+    # the metrics run after training has started, and at the end before the final save: a bad value would lose the run
+    check_at_least("--eval-metrics-max-problems", cfg.eval_metrics_max_problems)
+    check_at_least("--eval-metrics-gen-batch-size", cfg.eval_metrics_gen_batch_size)
 
 @dataclass
 class SFTState:
@@ -201,8 +206,11 @@ def setup(cfg, datasets=None):
     run.checkpoint_dir = os.path.join(get_base_dir(), "chatsft_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
+        # the saved position counts examples of this mixture, cut and grouped this way: with other flags, other data
+        data_flags = {k: getattr(cfg, k) for k in ("mixture", "max_seq_len", "target_examples_per_step")}
         resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "SFT",
-                                        model_config=asdict(model.config), world_size=run.world_size)
+                                        model_config=asdict(model.config), world_size=run.world_size,
+                                        data_flags=data_flags)
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = run.model = model  # not compiled: the batches change shape
@@ -216,6 +224,10 @@ def setup(cfg, datasets=None):
         raise ValueError(f"--resume-from-step={cfg.resume_from_step}: this run has {run.num_iterations} steps; "
                          f"set --num-iterations (or --num-epochs) as the run that saved it had them")
     max_tokens = cfg.max_seq_len if cfg.max_seq_len > 0 else model.config.sequence_len
+    width = round_up(max_tokens - 1, run.pad_multiple)  # the widest batch: a row of n tokens has n-1 inputs, padded
+    if width > model.cos.size(1):  # else the first conversation that long fails in the forward, maybe hours in
+        raise ValueError(f"--max-seq-len={cfg.max_seq_len}: rows of up to {width} positions, but the model has rotary "
+                         f"embeddings for {model.cos.size(1)} positions (10 x its sequence_len); use at most that")
     run.batches = lambda dataset, pad_multiple=1, start=0: sft_data_generator(
         run.tokenizer, dataset, cfg.device_batch_size, run.device, max_tokens, run.rank, run.world_size, pad_multiple,
         start)
@@ -320,7 +332,8 @@ def save(run, final=True):
     meta = {"step": st.step, "val_loss": st.val_loss, **accuracies, "model_config": asdict(run.orig_model.config),
             "user_config": asdict_config(cfg), "tokenizer": run.tokenizer_spec,
             "train_examples_seen": st.step * cfg.target_examples_per_step,
-            "loop_state": asdict(st), "cpu_matmul_choices": run.matmul_choices_for_meta()}
+            "loop_state": asdict(st), "cpu_matmul_choices": run.matmul_choices_for_meta(),
+            "precision": run.precision_for_meta()}
     optimizer_data = None if final else [opt.state_dict() for opt in run.optimizers]
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(), optimizer_data, meta, rank=run.rank)
 

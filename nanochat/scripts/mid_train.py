@@ -16,7 +16,7 @@ import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
                              parse_config, asdict_config, get_wandb, in_notebook, check_model_tag)
 from .base_train import (LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon,
-                                         check_positive_or_unset, check_positive)
+                                         check_positive_or_unset, check_positive, check_periods)
 
 # %% ../../nbs/27_mid_train.ipynb #bd255f1f
 @dataclass
@@ -190,6 +190,7 @@ def setup(cfg, datasets=None):
         raise ValueError(f"--pack={cfg.pack!r}: use crop (nanochat a91743c) or pad (later nanochat)")
     check_model_tag(cfg.model_tag)  # it names the output directory too
     check_positive_or_unset("--num-iterations", cfg.num_iterations)  # -1: one epoch
+    check_periods(cfg, "eval_every", "save_every")
     check_positive("--init-lr-frac", cfg.init_lr_frac)  # 0 would train nothing, a negative fraction ascend the loss
     run = MidRun(cfg=cfg)
     run.grad_accum_steps = get_grad_accum_steps(cfg.total_batch_size, cfg.device_batch_size, cfg.max_seq_len,
@@ -210,8 +211,11 @@ def setup(cfg, datasets=None):
     run.checkpoint_dir = os.path.join(get_base_dir(), "mid_checkpoints", run.model_tag)
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
+        # the saved loader position indexes these conversations, packed this way: with other flags it is other data
+        data_flags = {k: getattr(cfg, k) for k in ("mixture", "pack", "loss_mask", "max_seq_len")}
         resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "midtraining",
-                                        model_config=asdict(model.config), world_size=run.world_size)
+                                        model_config=asdict(model.config), world_size=run.world_size,
+                                        data_flags=data_flags)
     if resume:
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
@@ -339,7 +343,8 @@ def save(run):
             "device_batch_size": cfg.device_batch_size, "max_seq_len": cfg.max_seq_len,
             "total_batch_size": cfg.total_batch_size,
             "dataloader_state_dicts": states, "loop_state": loop_state,
-            "cpu_matmul_choices": run.matmul_choices_for_meta()}
+            "cpu_matmul_choices": run.matmul_choices_for_meta(),
+            "precision": run.precision_for_meta()}
     save_checkpoint(run.checkpoint_dir, st.step, run.orig_model.state_dict(),
                     [opt.state_dict() for opt in run.optimizers], meta, rank=run.rank)
 
