@@ -120,11 +120,12 @@ def find_last_step(checkpoint_dir):
 
 # %% ../nbs/07_checkpoint.ipynb #9e4b2d17
 def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True,
-                           model_config=None, world_size=None, data_flags=None):
+                           model_config=None, world_size=None, data_flags=None, optimizer_flags=None):
     """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
     exists; `load_model=False` leaves the model file to `build_model` (model None). Given the resuming run's
     `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused, and
-    one whose `data_flags` ({flag: value}, in its user_config) differ: its data position is in other data"""
+    one whose `data_flags` ({flag: value}, in its user_config) differ: its data position is in other data; or whose
+    `optimizer_flags` differ: its optimizer state would overrule them"""
     flag = f"--resume-from-step={step}"
     if not os.path.isdir(checkpoint_dir):
         parent = os.path.dirname(checkpoint_dir)
@@ -140,32 +141,46 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
     elif optim_name not in files:  # a save without optimizer state, or one made by fewer ranks
         problem = f"the {stage} checkpoint of step {step} has no optimizer state for rank {rank} ({optim_name})"
     else:
-        check_resume(checkpoint_dir, step, stage, files, model_config, world_size, data_flags)
+        check_resume(checkpoint_dir, step, stage, files, model_config, world_size, data_flags, optimizer_flags)
         if load_model:
             return load_checkpoint(checkpoint_dir, step, device, load_optimizer=True, rank=rank)
         optimizer_data = _load_file(os.path.join(checkpoint_dir, optim_name), device)
         return None, optimizer_data, _load_file(os.path.join(checkpoint_dir, meta_name))
     raise FileNotFoundError(f"{flag}: {problem} in {checkpoint_dir} (steps to resume from: {resumable or 'none'})")
 
-def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None, data_flags=None):
+def _changed_flags(flags, saved_flags):
+    "'--flag=<saved> there, <now> now' for each of `flags` ({name: value}) that differs from the meta's user_config"
+    # a flag an older meta lacks is not compared
+    return [f"--{k.replace('_', '-')}={saved_flags[k]!r} there, {v!r} now" for k, v in (flags or {}).items()
+            if k in saved_flags and saved_flags[k] != v]
+
+def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None, data_flags=None,
+                 optimizer_flags=None):
     """Refuse to resume `step` as another model than it trained (the flags or the source checkpoint changed since),
-    on another number of ranks (each rank's optimizer file holds its own shard of the state), or on other data"""
+    on another number of ranks (each rank's optimizer file holds its own shard of the state), on other data, or with
+    other learning rates than its optimizer state holds"""
     flag = f"--resume-from-step={step}"
     saved_ranks = sum(bool(re.fullmatch(rf"optim_{step:06d}_rank\d+\.pt", f)) for f in files)
     if world_size is not None and saved_ranks != world_size:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} was saved by {saved_ranks} process(es) and "
                          f"this run has {world_size}; the optimizer state is split between them: resume with "
                          f"{saved_ranks} (torchrun --nproc_per_node={saved_ranks})")
-    if model_config is None and not data_flags:
+    if model_config is None and not data_flags and not optimizer_flags:
         return
     meta = _load_file(os.path.join(checkpoint_dir, f"meta_{step:06d}.json"))
     saved_flags = meta.get("user_config", {})
     # the data position in the meta belongs to its data: read as another tokenizer's or directory's, it would restart
-    # from the beginning or skip, unseen (a flag an older meta lacks is not compared)
-    changed = [f"--{k.replace('_', '-')}={saved_flags[k]!r} there, {v!r} now" for k, v in (data_flags or {}).items()
-               if k in saved_flags and saved_flags[k] != v]
+    # from the beginning or skip, unseen
+    changed = _changed_flags(data_flags, saved_flags)
     if changed:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} trained on other data ({'; '.join(changed)}): "
+                         f"resume with the flags it started with, or start a new run")
+    # the learning rates and betas live in the optimizer state (each group's initial_lr, betas): loading it would
+    # quietly undo these flags
+    changed = _changed_flags(optimizer_flags, saved_flags)
+    if changed:
+        raise ValueError(f"{flag}: the {stage} checkpoint of step {step} has other optimizer settings "
+                         f"({'; '.join(changed)}); its optimizer state keeps its own, so these flags would do nothing: "
                          f"resume with the flags it started with, or start a new run")
     if model_config is None:
         return

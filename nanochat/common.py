@@ -156,6 +156,14 @@ def atomic_write(path, write_fn, mode='wb'):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+    try: # the rename is a change to the directory: flushed too, a power cut after the return cannot undo it
+        dir_fd = os.open(d, os.O_RDONLY)
+    except OSError: # a platform that cannot open a directory (Windows): the rename stays atomic, only not flushed
+        return path
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
     return path
 
 # %% ../nbs/00_common.ipynb #0d1e2f31
@@ -630,6 +638,7 @@ class StageRun:
     device: torch.device = None  # where the model and the batches live
     master: bool = True  # rank 0: it prints and writes the report
     train_dtype: torch.dtype = torch.float32  # what training forwards compute in (evaluation: get_compute_dtype)
+    orth_dtype: torch.dtype = torch.float32  # what Muon orthogonalizes in (get_orth_dtype)
     shapes_vary: ClassVar[bool] = False  # True in a stage whose batches change width every step (SFT, RL)
 
     def init_compute(self):
@@ -642,10 +651,12 @@ class StageRun:
         self.ddp, self.rank, self.local_rank, self.world_size, self.device = compute_init(self.device_type)
         self.master = self.rank == 0
         self.train_dtype = get_compute_dtype(self.device_type, training=True)
+        self.orth_dtype = get_orth_dtype(self.device)
         name = lambda dtype: str(dtype).removeprefix('torch.')
         padded = f" (batch widths rounded up to a multiple of {self.pad_multiple})" if self.pad_multiple > 1 else ""
         print0(f"precision: training computes in {name(self.train_dtype)}{padded}, "
-               f"evaluation and sampling in {name(get_compute_dtype(self.device_type))}")
+               f"evaluation and sampling in {name(get_compute_dtype(self.device_type))}, Muon's orthogonalization in "
+               f"{name(self.orth_dtype)}")
 
     @property
     def pad_multiple(self):
@@ -665,7 +676,7 @@ class StageRun:
     def precision_for_meta(self):
         "The dtypes this run trains and orthogonalizes (Muon) in, for a checkpoint's meta"
         name = lambda dtype: str(dtype).removeprefix('torch.')
-        return {"train_dtype": name(self.train_dtype), "orth_dtype": name(get_orth_dtype(self.device))}
+        return {"train_dtype": name(self.train_dtype), "orth_dtype": name(self.orth_dtype)}
 
     def resume_matmul_choices(self, meta):
         """Answer the CPU library probes as the checkpointed run did (its `cpu_matmul_choices`: this rank's, rank 0's

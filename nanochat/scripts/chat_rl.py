@@ -17,7 +17,8 @@ from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_
                              asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
 from ..engine import rows_per_prompt
 from .base_train import (due, check_horizon, check_positive_or_unset, check_at_least, check_positive,
-                                         check_periods)
+                                         check_periods, flag_values)
+from .mid_train import setup_chat_optimizers, CHAT_OPTIMIZER_FLAGS
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -208,11 +209,12 @@ def _load_start(run, cfg):
                                     f"check --model-step, or create it with: {command}") from e
     # the optimizer states first: the error for a step that cannot be resumed from lists those that can
     # the rollouts are this run's data: the same questions, sampled the same way (and seeded per sampling batch)
-    data_flags = {k: getattr(cfg, k) for k in ("task", "examples_per_step", "num_samples", "device_batch_size",
-                                               "rollout_batch_questions", "max_new_tokens", "temperature", "top_k")}
+    data_flags = flag_values(cfg, ("task", "examples_per_step", "num_samples", "device_batch_size",
+                                   "rollout_batch_questions", "max_new_tokens", "temperature", "top_k"))
     _, run.optimizer_states, _ = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank,
                                                         "RL", load_model=False, world_size=run.world_size,
-                                                        data_flags=data_flags)
+                                                        data_flags=data_flags,
+                                                        optimizer_flags=flag_values(cfg, CHAT_OPTIMIZER_FLAGS))
     return build_model(run.checkpoint_dir, cfg.resume_from_step, run.device, phase="eval")
 
 def setup(cfg, train_task=None, val_task=None):
@@ -237,12 +239,7 @@ def setup(cfg, train_task=None, val_task=None):
     run.num_flops_per_token = run.model.estimate_flops()
     run.peak_flops = get_peak_flops(run.device_type, run.train_dtype) * run.world_size
     run.assistant_end = run.tokenizer.encode_special("<|assistant_end|>")
-    run.optimizers = run.model.setup_optimizers(unembedding_lr=cfg.unembedding_lr, embedding_lr=cfg.embedding_lr,
-                                                matrix_lr=cfg.matrix_lr, weight_decay=cfg.weight_decay)
-    for opt in run.optimizers:
-        for group in opt.param_groups:
-            group["lr"] = group["lr"] * cfg.init_lr_frac
-            group["initial_lr"] = group["lr"]
+    run.optimizers = setup_chat_optimizers(run.model, cfg)  # midtraining's: the flags' rates x --init-lr-frac
     if run.optimizer_states is not None:
         for opt, opt_state in zip(run.optimizers, run.optimizer_states):
             opt.load_state_dict(opt_state)

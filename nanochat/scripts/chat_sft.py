@@ -17,9 +17,9 @@ import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
                              parse_config, asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
 from .base_train import (peak_memory_mb, due, check_positive_or_unset, check_at_least, check_positive,
-                                         check_periods)
+                                         check_periods, flag_values)
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
-                                        mean_target_loss)
+                                        mean_target_loss, CHAT_OPTIMIZER_FLAGS)
 
 # %% ../../nbs/28_chat_sft.ipynb #bcfa964f
 @dataclass
@@ -207,10 +207,11 @@ def setup(cfg, datasets=None):
     resume = None  # (model, optimizers, meta)
     if cfg.resume_from_step != -1:
         # the saved position counts examples of this mixture, cut and grouped this way: with other flags, other data
-        data_flags = {k: getattr(cfg, k) for k in ("mixture", "max_seq_len", "target_examples_per_step")}
+        data_flags = flag_values(cfg, ("mixture", "max_seq_len", "target_examples_per_step"))
         resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "SFT",
                                         model_config=asdict(model.config), world_size=run.world_size,
-                                        data_flags=data_flags)
+                                        data_flags=data_flags,
+                                        optimizer_flags=flag_values(cfg, CHAT_OPTIMIZER_FLAGS))
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
     run.orig_model = run.model = model  # not compiled: the batches change shape
