@@ -162,6 +162,8 @@ def atomic_write(path, write_fn, mode='wb'):
         return path
     try:
         os.fsync(dir_fd)
+    except OSError: # a filesystem that cannot flush a directory (EINVAL on some network mounts): the file is written
+        pass
     finally:
         os.close(dir_fd)
     return path
@@ -687,7 +689,7 @@ class StageRun:
             fix = f"NANOCHAT_DTYPE={saved['train_dtype']} NANOCHAT_ORTH_DTYPE={saved['orth_dtype']}"
             raise ValueError(f"the checkpoint trained in {saved['train_dtype']} (Muon in {saved['orth_dtype']}), this "
                              f"process would in {now['train_dtype']} ({now['orth_dtype']}): resume with {fix} to "
-                             f"continue as it trained")
+                             f"continue as it trained (NANOCHAT_DTYPE also sets evaluation's and sampling's dtype)")
         per_rank = meta.get('cpu_matmul_choices') or []  # checkpoints from before they were kept have none
         if not per_rank:
             return

@@ -145,8 +145,10 @@ def check_config(cfg):
         raise ValueError(f"--warmup-ratio={cfg.warmup_ratio} + --warmdown-ratio={cfg.warmdown_ratio} must be at most 1")
 
 # %% ../../nbs/24_base_train.ipynb #6c25df0e
-# the flags whose values a checkpoint's optimizer state holds (initial_lr, betas): a resume cannot change them
-OPTIMIZER_FLAGS = ("embedding_lr", "unembedding_lr", "matrix_lr", "scalar_lr", "adam_beta1", "adam_beta2")
+# the flags whose values a checkpoint's optimizer state holds (initial_lr, betas; the batch size scales every lr): a
+# resume cannot change them
+OPTIMIZER_FLAGS = ("embedding_lr", "unembedding_lr", "matrix_lr", "scalar_lr", "adam_beta1", "adam_beta2",
+                   "total_batch_size")
 
 def optimizer_kwargs(cfg):
     "Learning rates scaled for the batch size, weight decay scaled for the depth"
