@@ -10,11 +10,11 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
            'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
            'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
-           'parse_dtype', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype', 'autocast_ctx', 'keep_freed_memory',
-           'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser',
-           'exit_if_dry_run', 'parse_config', 'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb',
-           'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum',
-           'run_torchrun']
+           'parse_dtype', 'dtype_name', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype', 'autocast_ctx',
+           'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun',
+           'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'check_model_tag', 'asdict_config',
+           'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu',
+           'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -496,6 +496,10 @@ def parse_dtype(name, what='dtype'):
         raise ValueError(f"{what}={name!r} is not one of {sorted(_DTYPES)}")
     return _DTYPES[key]
 
+def dtype_name(dtype):
+    "The name `parse_dtype` reads back: torch.bfloat16 -> 'bfloat16'"
+    return str(dtype).removeprefix('torch.')
+
 def forced_dtype():
     "The dtype env `NANOCHAT_DTYPE` forces, or None"
     env = os.environ.get('NANOCHAT_DTYPE', '').strip()
@@ -654,11 +658,10 @@ class StageRun:
         self.master = self.rank == 0
         self.train_dtype = get_compute_dtype(self.device_type, training=True)
         self.orth_dtype = get_orth_dtype(self.device)
-        name = lambda dtype: str(dtype).removeprefix('torch.')
         padded = f" (batch widths rounded up to a multiple of {self.pad_multiple})" if self.pad_multiple > 1 else ""
-        print0(f"precision: training computes in {name(self.train_dtype)}{padded}, "
-               f"evaluation and sampling in {name(get_compute_dtype(self.device_type))}, Muon's orthogonalization in "
-               f"{name(self.orth_dtype)}")
+        print0(f"precision: training computes in {dtype_name(self.train_dtype)}{padded}, evaluation and sampling in "
+               f"{dtype_name(get_compute_dtype(self.device_type))}, Muon's orthogonalization in "
+               f"{dtype_name(self.orth_dtype)}")
 
     @property
     def pad_multiple(self):
@@ -677,8 +680,7 @@ class StageRun:
 
     def precision_for_meta(self):
         "The dtypes this run trains and orthogonalizes (Muon) in, for a checkpoint's meta"
-        name = lambda dtype: str(dtype).removeprefix('torch.')
-        return {"train_dtype": name(self.train_dtype), "orth_dtype": name(self.orth_dtype)}
+        return {"train_dtype": dtype_name(self.train_dtype), "orth_dtype": dtype_name(self.orth_dtype)}
 
     def resume_matmul_choices(self, meta):
         """Answer the CPU library probes as the checkpointed run did (its `cpu_matmul_choices`: this rank's, rank 0's

@@ -12,7 +12,7 @@ import sys
 import argparse
 import codecs
 import torch
-from ..common import compute_init, autodetect_device_type, autocast_ctx, parse_dtype, in_notebook
+from ..common import compute_init, autodetect_device_type, autocast_ctx, parse_dtype, dtype_name, in_notebook
 from ..engine import Engine
 from ..checkpoint_manager import newest_source, resolve_checkpoint, build_model
 
@@ -114,7 +114,7 @@ def main(argv=None):
     args = chat_parser().parse_args(argv)
     device_type = autodetect_device_type() if args.device_type == "" else args.device_type
     if args.dtype:
-        os.environ["NANOCHAT_DTYPE"] = str(parse_dtype(args.dtype, "--dtype")).removeprefix("torch.")
+        os.environ["NANOCHAT_DTYPE"] = dtype_name(parse_dtype(args.dtype, "--dtype"))
     if args.threads < 0:
         raise SystemExit(f"chat_cli: --threads={args.threads} must be 0 (the default) or more")
     if args.max_tokens < 1 or not args.temperature >= 0 or args.top_k < 0: # NaN too

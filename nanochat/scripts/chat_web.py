@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from contextlib import asynccontextmanager
 from typing import List, Optional
 import torch
-from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_dtype, setup_default_logging,
-                             logger, in_notebook)
+from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_dtype, dtype_name,
+                             setup_default_logging, logger, in_notebook)
 from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source
 from ..engine import Engine
 from .chat_cli import text_pieces
@@ -172,7 +172,7 @@ def load_workers(cfg):
     if device_type == 'cuda' and cfg.num_gpus > torch.cuda.device_count():
         raise ValueError(f"--num-gpus={cfg.num_gpus} but only {torch.cuda.device_count()} GPUs are visible")
     if cfg.dtype:
-        os.environ['NANOCHAT_DTYPE'] = str(parse_dtype(cfg.dtype, '--dtype')).removeprefix('torch.')  # one policy
+        os.environ['NANOCHAT_DTYPE'] = dtype_name(parse_dtype(cfg.dtype, '--dtype'))  # one policy
     source = cfg.source or newest_source(cfg.model_tag)  # rl > sft > mid > base
     checkpoint_dir, step = resolve_checkpoint(source, cfg.model_tag, cfg.step)
     model_tag = os.path.basename(checkpoint_dir)
