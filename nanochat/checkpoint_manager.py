@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_largest_model', 'find_last_step',
-           'load_resume_checkpoint', 'check_resume', 'tokenizer_spec', 'build_model', 'get_checkpoints_dir',
-           'resolve_checkpoint', 'newest_source', 'load_model']
+           'load_resume_checkpoint', 'check_resume', 'tokenizer_spec', 'build_model', 'meta_model_config',
+           'get_checkpoints_dir', 'resolve_checkpoint', 'newest_source', 'load_model']
 
 # %% ../nbs/07_checkpoint.ipynb #ac9721d5
-import os, re, json, pickle, time, zipfile
+import os, re, json, pickle, time, zipfile, dataclasses
 import torch
 import torch.distributed as dist
 from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag
@@ -154,6 +154,12 @@ def _changed_flags(flags, saved_flags):
     return [f"--{k.replace('_', '-')}={saved_flags[k]!r} there, {v!r} now" for k, v in (flags or {}).items()
             if k in saved_flags and saved_flags[k] != v]
 
+def _patch_missing_config_keys(model_config_kwargs):
+    "Defaults for config keys that older checkpoints do not have"
+    model_config_kwargs.setdefault("window_pattern", "L")  # older models used full context everywhere
+    model_config_kwargs.setdefault("embedding_mode", "flat")  # nanochat's (and a flat model's meta here: below)
+    return model_config_kwargs
+
 def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None, data_flags=None,
                  optimizer_flags=None):
     """Refuse to resume `step` as another model than it trained (the flags or the source checkpoint changed since),
@@ -184,8 +190,9 @@ def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_si
                          f"resume with the flags it started with, or start a new run")
     if model_config is None:
         return
-    saved = meta.get("model_config", {})
-    # a key an older meta lacks is not compared (its default is what loading that checkpoint assumes)
+    # a key the meta lacks counts as the default loading that checkpoint assumes (a flat model's meta has no
+    # embedding_mode); a key this run does not pass is not compared
+    saved = _patch_missing_config_keys(dict(meta.get("model_config", {})))
     changed = [f"{k} {saved[k]!r} there, {v!r} now" for k, v in model_config.items() if k in saved and saved[k] != v]
     if changed:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} is another model than this run builds "
@@ -193,11 +200,6 @@ def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_si
                          f"since that run; resume with what it started with, or start a new run")
 
 # %% ../nbs/07_checkpoint.ipynb #c6a09686
-def _patch_missing_config_keys(model_config_kwargs):
-    "Defaults for config keys that older checkpoints do not have"
-    model_config_kwargs.setdefault("window_pattern", "L")  # older models used full context everywhere
-    return model_config_kwargs
-
 def _patch_missing_keys(model_data, n_layer):
     "Identity values for per-layer scalars that older checkpoints do not have"
     model_data.setdefault("resid_lambdas", torch.ones(n_layer))
@@ -241,6 +243,14 @@ def build_model(checkpoint_dir, step, device, phase):
         raise ValueError(f"tokenizer vocab {tokenizer.get_vocab_size()} != model vocab {model_config.vocab_size}: "
                          f"the tokenizer in {tokenizer_dir}{named} is not the one this model was trained with")
     return model, tokenizer, meta_data
+
+# %% ../nbs/07_checkpoint.ipynb #30c0bbfe
+def meta_model_config(config):
+    "A `GPTConfig` as a meta's `model_config`: `asdict`, without `embedding_mode` where it is 'flat'"
+    model_config = dataclasses.asdict(config)
+    if model_config.get("embedding_mode") == "flat":
+        del model_config["embedding_mode"]  # nanochat's GPTConfig(**model_config) refuses a key it does not know
+    return model_config
 
 # %% ../nbs/07_checkpoint.ipynb #9b73a857
 CHECKPOINT_DIRS = {"base": "base_checkpoints", "mid": "mid_checkpoints", "sft": "chatsft_checkpoints",

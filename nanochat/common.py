@@ -10,11 +10,11 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
            'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
            'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
-           'parse_dtype', 'dtype_name', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype', 'autocast_ctx',
-           'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up', 'StageRun',
-           'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'check_model_tag', 'asdict_config',
-           'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu', 'forward_mfu',
-           'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'parse_dtype', 'dtype_name', 'apply_dtype_flag', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype',
+           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
+           'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'check_model_tag',
+           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
+           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -499,6 +499,18 @@ def parse_dtype(name, what='dtype'):
 def dtype_name(dtype):
     "The name `parse_dtype` reads back: torch.bfloat16 -> 'bfloat16'"
     return str(dtype).removeprefix('torch.')
+
+def apply_dtype_flag(dtype, device_type, what='--dtype'):
+    """chat_cli's and chat_web's `-d/--dtype` as nanochat reads it: the dtype a CUDA device computes in (through
+    `NANOCHAT_DTYPE`, the policy's override); elsewhere it is ignored, with a note ('': the policy decides)"""
+    if not dtype:
+        return
+    name = dtype_name(parse_dtype(dtype, what))
+    if device_type != 'cuda':  # nanochat autocasts on CUDA only: its CPU computes in fp32 whatever -d says
+        print(f"{what}={dtype} applies on CUDA only, as in nanochat: ignored on {device_type} "
+              f"(NANOCHAT_DTYPE={name} forces it here)", file=sys.stderr)
+        return
+    os.environ['NANOCHAT_DTYPE'] = name
 
 def forced_dtype():
     "The dtype env `NANOCHAT_DTYPE` forces, or None"

@@ -10,11 +10,11 @@ __all__ = ['SOURCES', 'SOURCE_KEYS', 'GSM_RE', 'IDENTITY_FILE', 'WORD_LIST_URL',
            'ParquetRows', 'open_rows', 'row_problem', 'source_name', 'missing_message', 'HFTask', 'extract_answer',
            'gsm8k_parts', 'GSM8K', 'file_lock', 'update_manifest', 'read_rows_file', 'check_rows', 'arc_row_from_core',
            'place_task_file', 'ARC', 'MMLU', 'extract_imports', 'extract_program', 'HumanEval', 'check_messages',
-           'SmolTalk', 'CustomJSON', 'copy_messages', 'read_word_list', 'words_from_texts', 'build_local_word_list',
-           'resolve_word_list', 'get_word_list', 'spelling_rng', 'SpellingBee', 'SimpleSpelling', 'arithmetic_problem',
-           'arithmetic_split', 'SyntheticArithmetic', 'task_splits', 'task_missing_reason', 'task_available',
-           'get_task', 'hf_endpoint', 'fetch_file', 'place_hint', 'hf_parquet_urls', 'download_hf_split',
-           'download_word_list', 'main']
+           'SmolTalk', 'CustomJSON', 'copy_messages', 'identity_file', 'read_word_list', 'words_from_texts',
+           'build_local_word_list', 'resolve_word_list', 'get_word_list', 'spelling_rng', 'SpellingBee',
+           'SimpleSpelling', 'arithmetic_problem', 'arithmetic_split', 'SyntheticArithmetic', 'task_splits',
+           'task_missing_reason', 'task_available', 'get_task', 'hf_endpoint', 'fetch_file', 'place_hint',
+           'hf_parquet_urls', 'download_hf_split', 'download_word_list', 'main']
 
 # %% ../nbs/13_tasks.ipynb #3d10274d
 import os, re, sys, json, math, time, gzip, random, shutil, fcntl, hashlib, argparse, zlib, weakref
@@ -577,6 +577,11 @@ def copy_messages(messages):
 # %% ../nbs/13_tasks.ipynb #04f50a31
 IDENTITY_FILE = str(importlib.resources.files("nanochat").joinpath("data", "identity_conversations.jsonl"))
 
+def identity_file():
+    "nanochat's `<base_dir>/identity_conversations.jsonl` where one was put there, else the project's `IDENTITY_FILE`"
+    path = os.path.join(get_base_dir(), "identity_conversations.jsonl")  # where nanochat's speedrun.sh puts its 1,000
+    return path if os.path.exists(path) else IDENTITY_FILE
+
 # %% ../nbs/13_tasks.ipynb #0bd46df1
 WORD_LIST_URL = "https://raw.githubusercontent.com/dwyl/english-words/refs/heads/master/words_alpha.txt"
 
@@ -853,7 +858,7 @@ def task_missing_reason(name, split):
             return missing_message(dataset, config, split)
         if os.path.getsize(path) == 0:
             return f"{path} is empty. " + missing_message(dataset, config, split)
-    if name == "identity" and not os.path.exists(IDENTITY_FILE):
+    if name == "identity" and not os.path.exists(identity_file()):
         return f"the identity file {IDENTITY_FILE} is missing"
     return None  # the word list is built offline when absent; synthetic tasks need no data
 
@@ -880,7 +885,10 @@ def get_task(name, split, **kwargs):
     if name == "SimpleSpelling":
         return SimpleSpelling(split=split, **kwargs)
     if name == "identity":
-        return CustomJSON(IDENTITY_FILE, **kwargs)
+        path = identity_file()
+        if path != IDENTITY_FILE:
+            print0(f"identity: {path} (nanochat's file in the base dir, instead of the project's own)")
+        return CustomJSON(path, **kwargs)
     return SyntheticArithmetic(split=split, **kwargs)
 
 # %% ../nbs/13_tasks.ipynb #d876e32f

@@ -451,13 +451,13 @@ def evaluate_core_metric(run):
 
 def save(run):
     "Checkpoint model, optimizers (per rank) and the meta needed for an exact resume"
-    from nanochat.checkpoint_manager import save_checkpoint
+    from nanochat.checkpoint_manager import save_checkpoint, meta_model_config
     st, cfg = run.state, run.cfg
     loop_state = {k: v for k, v in asdict(st).items() if k not in ("step", "val_bpb")}
     states = [run.consumed_state] * run.world_size  # each rank's exact data position
     if run.ddp:
         dist.all_gather_object(states, run.consumed_state)
-    meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": asdict(run.orig_model.config),
+    meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": meta_model_config(run.orig_model.config),
             "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
             "max_seq_len": cfg.max_seq_len, "total_batch_size": cfg.total_batch_size,
             "dataloader_state_dict": states[0], "dataloader_state_dicts": states, "loop_state": loop_state,

@@ -12,7 +12,7 @@ import sys
 import argparse
 import codecs
 import torch
-from ..common import compute_init, autodetect_device_type, autocast_ctx, parse_dtype, dtype_name, in_notebook
+from ..common import compute_init, autodetect_device_type, autocast_ctx, apply_dtype_flag, in_notebook
 from ..engine import Engine
 from ..checkpoint_manager import newest_source, resolve_checkpoint, build_model
 
@@ -29,7 +29,7 @@ def chat_parser():
     parser.add_argument('-k', '--top-k', type=int, default=50, help='Top-k sampling parameter')
     parser.add_argument('--max-tokens', type=int, default=256, help='Maximum tokens per reply')
     parser.add_argument('-d', '--dtype', type=str, default='',
-                        help='float32|bfloat16 (empty = NANOCHAT_DTYPE, else the device default)')
+                        help='float32|bfloat16 on CUDA (ignored elsewhere, as in nanochat); empty: the policy')
     parser.add_argument('--device-type', type=str, default='', choices=['cuda', 'cpu', 'mps'],
                         help='Device type for evaluation: cuda|cpu|mps. empty => autodetect')
     parser.add_argument('--compile', action='store_true',
@@ -113,8 +113,7 @@ def main(argv=None):
     "Chat with a checkpoint in the terminal (multi-turn), or answer one prompt with -p"
     args = chat_parser().parse_args(argv)
     device_type = autodetect_device_type() if args.device_type == "" else args.device_type
-    if args.dtype:
-        os.environ["NANOCHAT_DTYPE"] = dtype_name(parse_dtype(args.dtype, "--dtype"))
+    apply_dtype_flag(args.dtype, device_type)  # CUDA's dtype, as in nanochat; ignored elsewhere, with a note
     if args.threads < 0:
         raise SystemExit(f"chat_cli: --threads={args.threads} must be 0 (the default) or more")
     if args.max_tokens < 1 or not args.temperature >= 0 or args.top_k < 0: # NaN too

@@ -231,13 +231,19 @@ def main(argv=None):
     from nanochat.engine import Engine
     from nanochat.report import get_report
     cfg = parse_config(ChatEvalConfig, expand_short_flags(sys.argv[1:] if argv is None else argv))
-    task_names, skipped = select_tasks(cfg.task_name)
+    try:
+        task_names, skipped = select_tasks(cfg.task_name)
+    except (FileNotFoundError, ValueError) as e:  # a task without its data (the message names the download) or unknown
+        raise SystemExit(f"chat_eval: {e}")
     for name, reason in skipped.items():
         print0(f"Skipping {name}: {reason}")
     if not task_names:
         raise SystemExit("no task has its data on this machine: see `python -m nanochat.tasks status`")
     ddp, rank, local_rank, world_size, device = compute_init(cfg.device_type)
-    model, tokenizer, meta = load_model(cfg.source, device, phase='eval', model_tag=cfg.model_tag, step=cfg.step)
+    try:
+        model, tokenizer, meta = load_model(cfg.source, device, phase='eval', model_tag=cfg.model_tag, step=cfg.step)
+    except FileNotFoundError as e:  # no such checkpoint: the loader's message names the command that writes it
+        raise SystemExit(f"chat_eval: {e}")
     engine = Engine(model, tokenizer, compile=cfg.compile)
     results = {}
     for task_name in task_names:

@@ -396,9 +396,9 @@ def log_step(run, out):
 
 def save(run):
     "Checkpoint the model, each rank's optimizer state and the loop state (every rank calls this)"
-    from nanochat.checkpoint_manager import save_checkpoint
+    from nanochat.checkpoint_manager import save_checkpoint, meta_model_config
     st, cfg = run.state, run.cfg
-    meta = {"step": st.step, "model_config": asdict(run.model.config), "user_config": asdict_config(cfg),
+    meta = {"step": st.step, "model_config": meta_model_config(run.model.config), "user_config": asdict_config(cfg),
             "tokenizer": run.tokenizer_spec, "num_steps": run.num_steps,
             "loop_state": {k: v for k, v in asdict(st).items() if k != "step"},
             "cpu_matmul_choices": run.matmul_choices_for_meta(),

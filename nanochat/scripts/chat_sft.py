@@ -327,11 +327,12 @@ def evaluate_metrics(run, max_new_tokens=256):
 def save(run, final=True):
     """A checkpoint: model and meta, and unless `final` each rank's optimizer state, which a resume needs (nanochat's
     one, final, checkpoint has none); collective: all ranks call it"""
-    from nanochat.checkpoint_manager import save_checkpoint
+    from nanochat.checkpoint_manager import save_checkpoint, meta_model_config
     st, cfg = run.state, run.cfg
     accuracies = {f"{k.lower().replace('-', '_')}_acc": v for k, v in st.metrics.items()}  # mmlu_acc, arc_easy_acc
-    meta = {"step": st.step, "val_loss": st.val_loss, **accuracies, "model_config": asdict(run.orig_model.config),
-            "user_config": asdict_config(cfg), "tokenizer": run.tokenizer_spec,
+    meta = {"step": st.step, "val_loss": st.val_loss, **accuracies,
+            "model_config": meta_model_config(run.orig_model.config), "user_config": asdict_config(cfg),
+            "tokenizer": run.tokenizer_spec,
             "train_examples_seen": st.step * cfg.target_examples_per_step,
             "loop_state": asdict(st), "cpu_matmul_choices": run.matmul_choices_for_meta(),
             "precision": run.precision_for_meta()}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from contextlib import asynccontextmanager
 from typing import List, Optional
 import torch
-from ..common import (parse_config, autodetect_device_type, autocast_ctx, parse_dtype, dtype_name,
+from ..common import (parse_config, autodetect_device_type, autocast_ctx, apply_dtype_flag,
                              setup_default_logging, logger, in_notebook)
 from ..checkpoint_manager import load_model, resolve_checkpoint, newest_source
 from ..engine import Engine
@@ -44,7 +44,7 @@ class ChatWebConfig:
     top_k: int = 50  # -k: default top-k
     max_tokens: int = 512  # -m: default maximum number of tokens per reply
     num_gpus: int = 1  # -n: number of model replicas, one per GPU (must be 1 on cpu/mps)
-    dtype: str = ''  # -d: float32|bfloat16 (empty = NANOCHAT_DTYPE, else bf16 on CUDA and fp32 elsewhere)
+    dtype: str = ''  # -d: float32|bfloat16 on CUDA, ignored elsewhere as in nanochat (empty: the precision policy)
     device_type: str = ''  # cuda|cpu|mps (empty = autodetect)
     max_queue: int = 64  # requests that may wait for a worker; more are answered 503
     compile: bool = False  # decode through the engine's compiled step (12_engine; the first reply compiles it)
@@ -171,8 +171,7 @@ def load_workers(cfg):
         raise ValueError(f"--num-gpus={cfg.num_gpus}: only CUDA can run several workers")
     if device_type == 'cuda' and cfg.num_gpus > torch.cuda.device_count():
         raise ValueError(f"--num-gpus={cfg.num_gpus} but only {torch.cuda.device_count()} GPUs are visible")
-    if cfg.dtype:
-        os.environ['NANOCHAT_DTYPE'] = dtype_name(parse_dtype(cfg.dtype, '--dtype'))  # one policy
+    apply_dtype_flag(cfg.dtype, device_type)  # CUDA's dtype, through the one policy; ignored elsewhere
     source = cfg.source or newest_source(cfg.model_tag)  # rl > sft > mid > base
     checkpoint_dir, step = resolve_checkpoint(source, cfg.model_tag, cfg.step)
     model_tag = os.path.basename(checkpoint_dir)
