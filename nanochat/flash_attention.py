@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .common import print0, freed_memory_kept
+from .common import print0, freed_memory_kept, cpu_bf16_matmul_is_fast
 
 # %% ../nbs/04_attention.ipynb #ab5bcc88
 FA3_REPO = 'varunneal/flash-attention-3'
@@ -193,7 +193,10 @@ def _sdpa_attention(q, k, v, causal, window_size):
     if q.device.type == 'cpu' and Tq == Tk and right == 0:
         dtype = torch.get_autocast_dtype('cpu') if torch.is_autocast_enabled('cpu') else q.dtype # as SDPA would
         span = Tk if left < 0 else min(Tk, left + ATTN_BLOCK)  # the most keys one block of queries sees
-        low_precision = dtype in (torch.bfloat16, torch.float16)  # SDPA's CPU kernel is no faster there
+        # SDPA's CPU kernel gains nothing from bf16, the blocks' products do, but only on bf16 units: emulated, they
+        # ran 2.2x slower than SDPA (a Zen 3). Compiled graphs keep the blocks (no timing probe inside a trace)
+        low_precision = dtype in (torch.bfloat16, torch.float16) and (
+            torch.compiler.is_compiling() or cpu_bf16_matmul_is_fast())
         differentiated = torch.is_grad_enabled() and q.requires_grad
         compiled_training = torch.compiler.is_compiling() and differentiated  # inductor fuses the blocks
         # SDPA's CPU backward is the slow half at 512 tokens and more; at 256 the blocks pay only where freed memory
