@@ -35,12 +35,12 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import torch
 
 import bench_gpt  # bench/ is on sys.path when a bench script runs
-from nanochat.checkpoint_manager import save_checkpoint, get_checkpoints_dir
+from nanochat.checkpoint_manager import save_checkpoint, get_checkpoints_dir, meta_model_config
 from nanochat.common import autocast_ctx, parse_config
 from nanochat.engine import Engine
 from nanochat.testing import tiny_setup
@@ -119,7 +119,7 @@ def bench(args, base):
     model = bench_gpt.make_model(args.depth, 256, vocab_size=vocab_size, head_dim=64, window_pattern='L')
     tag = f"d{args.depth}"
     save_checkpoint(os.path.join(get_checkpoints_dir("sft"), tag), 0, model.state_dict(), None,
-                    {"step": 0, "model_config": asdict(model.config)})
+                    {"step": 0, "model_config": meta_model_config(model.config)})
     cfg = parse_config(RLConfig, [f"--model-tag={tag}", "--device-type=cpu", f"--num-iterations={args.steps + 1}",
                                   f"--examples-per-step={args.examples_per_step}", f"--num-samples={args.num_samples}",
                                   f"--device-batch-size={args.device_batch_size}",

@@ -120,12 +120,14 @@ def find_last_step(checkpoint_dir):
 
 # %% ../nbs/07_checkpoint.ipynb #9e4b2d17
 def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True,
-                           model_config=None, world_size=None, data_flags=None, optimizer_flags=None):
+                           model_config=None, world_size=None, data_flags=None, optimizer_flags=None,
+                           data_facts=None):
     """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
     exists; `load_model=False` leaves the model file to `build_model` (model None). Given the resuming run's
     `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused, and
-    one whose `data_flags` ({flag: value}, in its user_config) differ: its data position is in other data; or whose
-    `optimizer_flags` differ: its optimizer state would overrule them"""
+    one whose `data_flags` ({flag: value}, in its user_config) or `data_facts` ({meta key: value}, such as the rows
+    of each task of a mixture) differ: its data position is in other data; or whose `optimizer_flags` differ: its
+    optimizer state would overrule them"""
     flag = f"--resume-from-step={step}"
     if not os.path.isdir(checkpoint_dir):
         parent = os.path.dirname(checkpoint_dir)
@@ -141,12 +143,28 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
     elif optim_name not in files:  # a save without optimizer state, or one made by fewer ranks
         problem = f"the {stage} checkpoint of step {step} has no optimizer state for rank {rank} ({optim_name})"
     else:
-        check_resume(checkpoint_dir, step, stage, files, model_config, world_size, data_flags, optimizer_flags)
+        check_resume(checkpoint_dir, step, stage, files, model_config, world_size, data_flags, optimizer_flags,
+                     data_facts)
         if load_model:
             return load_checkpoint(checkpoint_dir, step, device, load_optimizer=True, rank=rank)
         optimizer_data = _load_file(os.path.join(checkpoint_dir, optim_name), device)
         return None, optimizer_data, _load_file(os.path.join(checkpoint_dir, meta_name))
     raise FileNotFoundError(f"{flag}: {problem} in {checkpoint_dir} (steps to resume from: {resumable or 'none'})")
+
+def _changed_facts(facts, meta):
+    "'<key>: <saved> there, <now> now' for each of `facts` ({meta key: value}) that differs from what the meta recorded"
+    changed = []
+    for key, now in (facts or {}).items():
+        saved = meta.get(key)
+        if saved is None or now is None or saved == now:  # a fact an older meta lacks is not compared
+            continue
+        if isinstance(saved, dict) and isinstance(now, dict):  # name the entries that differ
+            names = sorted(set(saved) | set(now))
+            changed += [f"{key} {k}: {saved.get(k)} there, {now.get(k)} now" for k in names
+                        if saved.get(k) != now.get(k)]
+        else:
+            changed.append(f"{key}: {saved!r} there, {now!r} now")
+    return changed
 
 def _changed_flags(flags, saved_flags):
     "'--flag=<saved> there, <now> now' for each of `flags` ({name: value}) that differs from the meta's user_config"
@@ -161,7 +179,7 @@ def _patch_missing_config_keys(model_config_kwargs):
     return model_config_kwargs
 
 def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_size=None, data_flags=None,
-                 optimizer_flags=None):
+                 optimizer_flags=None, data_facts=None):
     """Refuse to resume `step` as another model than it trained (the flags or the source checkpoint changed since),
     on another number of ranks (each rank's optimizer file holds its own shard of the state), on other data, or with
     other learning rates than its optimizer state holds"""
@@ -171,13 +189,13 @@ def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_si
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} was saved by {saved_ranks} process(es) and "
                          f"this run has {world_size}; the optimizer state is split between them: resume with "
                          f"{saved_ranks} (torchrun --nproc_per_node={saved_ranks})")
-    if model_config is None and not data_flags and not optimizer_flags:
+    if model_config is None and not data_flags and not optimizer_flags and not data_facts:
         return
     meta = _load_file(os.path.join(checkpoint_dir, f"meta_{step:06d}.json"))
     saved_flags = meta.get("user_config", {})
     # the data position in the meta belongs to its data: read as another tokenizer's or directory's, it would restart
     # from the beginning or skip, unseen
-    changed = _changed_flags(data_flags, saved_flags)
+    changed = _changed_flags(data_flags, saved_flags) + _changed_facts(data_facts, meta)
     if changed:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} trained on other data ({'; '.join(changed)}): "
                          f"resume with the flags it started with, or start a new run")
@@ -191,8 +209,8 @@ def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_si
     if model_config is None:
         return
     # a key the meta lacks counts as the default loading that checkpoint assumes (a flat model's meta has no
-    # embedding_mode); a key this run does not pass is not compared
-    saved = _patch_missing_config_keys(dict(meta.get("model_config", {})))
+    # embedding_mode); a key this run does not pass is not compared, nor a meta without any model_config
+    saved = _patch_missing_config_keys(dict(meta["model_config"])) if "model_config" in meta else {}
     changed = [f"{k} {saved[k]!r} there, {v!r} now" for k, v in model_config.items() if k in saved and saved[k] != v]
     if changed:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} is another model than this run builds "

@@ -464,16 +464,19 @@ def cpu_bf16_matmul_is_fast(n=256, ratio=1.5):
     "True when this CPU multiplies bf16 matrices `ratio` x faster than its faster fp32 library (bf16 units, e.g. AMX)"
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the probe is about the hardware, not about thread scheduling
+    # outside autocast: first called inside a bf16 forward (the attention asks), the fp32 product would run in bf16,
+    # and the cached answer would be wrong for the rest of the process
     try:
-        # its own generator: the first call comes between compute_init's seed and the model's init, and must not move it
-        g = torch.Generator().manual_seed(0)
-        a = torch.randn(n, n, generator=g, device='cpu') # on the CPU even under a meta device
-        b = torch.randn(n, n, generator=g, device='cpu')
-        fp32 = best_seconds(lambda: a @ b)
-        if onednn_available(): # fp32 through the faster library (above): bf16 must beat what fp32 training gets
-            fp32 = min(fp32, best_seconds(lambda: onednn_linear(a, b.t())))
-        a, b = a.bfloat16(), b.bfloat16()
-        return fp32 / best_seconds(lambda: a @ b) >= ratio
+        with torch.autocast('cpu', enabled=False), torch.no_grad():
+            # its own generator: called between compute_init's seed and the model's init, it must not move that one
+            g = torch.Generator().manual_seed(0)
+            a = torch.randn(n, n, generator=g, device='cpu') # on the CPU even under a meta device
+            b = torch.randn(n, n, generator=g, device='cpu')
+            fp32 = best_seconds(lambda: a @ b)
+            if onednn_available(): # fp32 through the faster library (above): bf16 must beat what fp32 training gets
+                fp32 = min(fp32, best_seconds(lambda: onednn_linear(a, b.t())))
+            a, b = a.bfloat16(), b.bfloat16()
+            return fp32 / best_seconds(lambda: a @ b) >= ratio
     finally:
         torch.set_num_threads(threads)
 

@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .common import print0, freed_memory_kept, cpu_bf16_matmul_is_fast
+from . import common
+from .common import print0, freed_memory_kept
 
 # %% ../nbs/04_attention.ipynb #ab5bcc88
 FA3_REPO = 'varunneal/flash-attention-3'
@@ -177,6 +178,16 @@ def _blocked_attention(q, k, v, left, dtype, block=ATTN_BLOCK):
     return BlockedAttention.apply(q, k, v, left, block).view(B, H, T, D)
 
 # %% ../nbs/04_attention.ipynb #cdd83176
+_BF16_UNITS = None  # the precision probe's answer once an eager call asked it; compiled graphs read this instead
+
+def _cpu_has_bf16_units():
+    "`common.cpu_bf16_matmul_is_fast()`; in a compiled graph (no timing in a trace) what an eager call found, else True"
+    global _BF16_UNITS
+    if torch.compiler.is_compiling():
+        return _BF16_UNITS is not False
+    _BF16_UNITS = common.cpu_bf16_matmul_is_fast()
+    return _BF16_UNITS
+
 def _sdpa_attention(q, k, v, causal, window_size):
     "SDPA on (B, H, T, D) tensors with FA3's window semantics; causal self-attention on a CPU in blocks where it pays"
     Tq, Tk = q.size(2), k.size(2)
@@ -194,9 +205,8 @@ def _sdpa_attention(q, k, v, causal, window_size):
         dtype = torch.get_autocast_dtype('cpu') if torch.is_autocast_enabled('cpu') else q.dtype # as SDPA would
         span = Tk if left < 0 else min(Tk, left + ATTN_BLOCK)  # the most keys one block of queries sees
         # SDPA's CPU kernel gains nothing from bf16, the blocks' products do, but only on bf16 units: emulated, they
-        # ran 2.2x slower than SDPA (a Zen 3). Compiled graphs keep the blocks (no timing probe inside a trace)
-        low_precision = dtype in (torch.bfloat16, torch.float16) and (
-            torch.compiler.is_compiling() or cpu_bf16_matmul_is_fast())
+        # ran 2.2x slower than SDPA (a Zen 3)
+        low_precision = dtype in (torch.bfloat16, torch.float16) and _cpu_has_bf16_units()
         differentiated = torch.is_grad_enabled() and q.requires_grad
         compiled_training = torch.compiler.is_compiling() and differentiated  # inductor fuses the blocks
         # SDPA's CPU backward is the slow half at 512 tokens and more; at 256 the blocks pay only where freed memory

@@ -885,10 +885,7 @@ def get_task(name, split, **kwargs):
     if name == "SimpleSpelling":
         return SimpleSpelling(split=split, **kwargs)
     if name == "identity":
-        path = identity_file()
-        if path != IDENTITY_FILE:
-            print0(f"identity: {path} (nanochat's file in the base dir, instead of the project's own)")
-        return CustomJSON(path, **kwargs)
+        return CustomJSON(identity_file(), **kwargs)
     return SyntheticArithmetic(split=split, **kwargs)
 
 # %% ../nbs/13_tasks.ipynb #d876e32f

@@ -251,11 +251,10 @@ def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', al
                             sequence_len=4096, n_layer=1, n_embd=32, step=0):
     """A tiny hand-set model that samples `alphabet` (ASCII) forever, with a byte tokenizer: try the server untrained.
     It imports nanochat's model, tokenizer and checkpoint code inside: only notebooks from 31_chat_web on call it."""
-    from dataclasses import asdict
     from nanochat.common import get_base_dir
     from nanochat.tokenizer import CharLevelTokenizer, save_token_bytes
     from nanochat.gpt import GPT, GPTConfig
-    from nanochat.checkpoint_manager import save_checkpoint, CHECKPOINT_DIRS
+    from nanochat.checkpoint_manager import save_checkpoint, CHECKPOINT_DIRS, meta_model_config
     base_dir = base_dir or get_base_dir()
     tokenizer, tokenizer_dir = CharLevelTokenizer(), os.path.join(base_dir, 'tokenizer')
     tokenizer.save(tokenizer_dir)
@@ -274,5 +273,6 @@ def save_babbler_checkpoint(base_dir=None, source='sft', model_tag='babbler', al
         if ' ' in alphabet:
             lm_head[tokenizer.encode(' '), 0] = 4.1  # ...with spaces a bit more likely: "words"
     checkpoint_dir = os.path.join(base_dir, CHECKPOINT_DIRS[source], model_tag)
-    save_checkpoint(checkpoint_dir, step, model.state_dict(), None, {'step': step, 'model_config': asdict(config)})
+    meta = {'step': step, 'model_config': meta_model_config(config)}
+    save_checkpoint(checkpoint_dir, step, model.state_dict(), None, meta)
     return checkpoint_dir

@@ -1,6 +1,7 @@
 """`nbdev_test`, which also keeps what the notebooks printed and drew: the docs build renders those outputs.
 
     python runs/nb_run.py [--path nbs/12_engine.ipynb] [--n_workers 2] [--timing] [--flags gpu]
+    python runs/nb_run.py --learner [--path ...]   # as a learner's Run All: IN_TEST unset, the full loops
 
 Runs every notebook once the way `nbdev_test` (nbdev 2.4.14) does: the same notebooks (nbglob, `.notest`), in
 parallel worker processes, each in a fresh execnb `CaptureShell` with `IN_TEST=1`, cwd nbs/, skipping `#| eval: false`
@@ -13,6 +14,10 @@ nbs/ is never touched, so the committed notebooks stay clean) with a status file
 seconds, the error, the hash of the notebook and that of the package it ran against). `runs/docs_build.py exec`
 reuses those outputs when the notebook is unchanged and runs only the notebooks that changed since.
 `nbdev_test` itself is unchanged and still works as before.
+
+`--learner` runs the notebooks the way a learner's Restart and Run All does: `IN_TEST` unset, so every loop runs at
+its full size (minutes, not seconds: 39_pipeline alone takes about 10 on two cores), into build/learner/ by default.
+A test that holds only for the shrunken sizes fails there; not part of runs/test.sh, which has CI's time budget.
 """
 import hashlib, json, os, sys, time
 from pathlib import Path
@@ -52,8 +57,10 @@ def _atomic_write(path, text):
     os.replace(tmp, path)
 
 
-def run_nb(fn, skip_flags=None, force_flags=None, do_print=False, showerr=True, basepath=None, out=OUT, pkg=''):
-    "`nbdev.test.test_nb`, plus: the notebook with its outputs goes to `out`/nbs and its status to `out`/status."
+def run_nb(fn, skip_flags=None, force_flags=None, do_print=False, showerr=True, basepath=None, out=OUT, pkg='',
+           learner=False):
+    """`nbdev.test.test_nb`, plus: the notebook with its outputs goes to `out`/nbs and its status to `out`/status.
+    `learner`: IN_TEST unset, as in JupyterLab"""
     from fastcore.foundation import L
     from fastcore.basics import str2bool
     from fastcore.imports import IN_NOTEBOOK
@@ -64,7 +71,8 @@ def run_nb(fn, skip_flags=None, force_flags=None, do_print=False, showerr=True, 
     from nbdev.frontmatter import FrontmatterProc
     fn = Path(fn)
     if basepath: sys.path.insert(0, str(basepath))
-    if not IN_NOTEBOOK: os.environ["IN_TEST"] = '1'
+    if learner: os.environ.pop("IN_TEST", None)
+    elif not IN_NOTEBOOK: os.environ["IN_TEST"] = '1'
     flags = set(L(skip_flags)) - set(L(force_flags))
     src = fn.read_bytes()                       # read once: the hash names exactly the text that ran
     saved = dict2nb(json.loads(src))            # the copy written out: directives kept, outputs filled in below
@@ -120,7 +128,7 @@ def notebooks(path=None, ignore_fname='.notest', **kwargs):
     return [f.absolute() for f in sorted(files) if _keep_file(f, ignore_fname)]
 
 
-def run_all(files, flags='', n_workers=None, do_print=False, pause=0.01, out=OUT):
+def run_all(files, flags='', n_workers=None, do_print=False, pause=0.01, out=OUT, learner=False):
     "Run `files` like nbdev_test's loop; returns [(passed, seconds)] in the order of `files`."
     from fastcore.parallel import parallel, num_cpus
     from fastcore.imports import IN_NOTEBOOK
@@ -134,7 +142,7 @@ def run_all(files, flags='', n_workers=None, do_print=False, pause=0.01, out=OUT
     with working_directory(wd if (wd and wd.exists()) else os.getcwd()):
         return list(parallel(run_nb, files, skip_flags=skip_flags, force_flags=force_flags, n_workers=n_workers,
                              basepath=cfg.config_path, pause=pause, do_print=do_print, out=Path(out).absolute(),
-                             pkg=package_hash(), **kw))
+                             pkg=package_hash(), learner=learner, **kw))
 
 
 def main(argv=None):
@@ -147,13 +155,16 @@ def main(argv=None):
     p.add_argument('--do_print', action='store_true', help='print start and end of each notebook')
     p.add_argument('--pause', type=float, default=0.01, help='pause (s) between notebooks to avoid race conditions')
     p.add_argument('--ignore_fname', default='.notest', help='a file of this name makes its siblings ignored')
-    p.add_argument('--out', default=str(OUT), help='where the executed notebooks and their status go')
+    p.add_argument('--out', default=None,
+                   help='where the notebooks run and their status go (build/executed; with --learner build/learner)')
+    p.add_argument('--learner', action='store_true', help="IN_TEST unset: every loop at a learner's full size")
     a = p.parse_args(argv)
+    out = a.out or str(ROOT / 'build' / ('learner' if a.learner else 'executed'))
     files = notebooks(a.path, a.ignore_fname)
     if not files:  # a path or glob that matched nothing, or a .notest: nothing was tested, which is no pass
         print('No files were eligible for testing', file=sys.stderr)
         sys.exit(1)
-    results = run_all(files, a.flags, a.n_workers, a.do_print, a.pause, a.out)
+    results = run_all(files, a.flags, a.n_workers, a.do_print, a.pause, out, a.learner)
     passed, times = zip(*results)
     # the count runs/test.sh reads: what ran, not what `ls` finds (a .notest, a subfolder)
     print(f"nb_run: {sum(passed)} passed, {len(files) - sum(passed)} failed of {len(files)} notebooks", flush=True)

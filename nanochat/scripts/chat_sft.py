@@ -19,7 +19,7 @@ from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_
 from .base_train import (peak_memory_mb, due, check_positive_or_unset, check_at_least, check_positive,
                                          check_periods, flag_values)
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
-                                        mean_target_loss, CHAT_OPTIMIZER_FLAGS)
+                                        mean_target_loss, mixture_facts, CHAT_OPTIMIZER_FLAGS)
 
 # %% ../../nbs/28_chat_sft.ipynb #bcfa964f
 @dataclass
@@ -210,7 +210,7 @@ def setup(cfg, datasets=None):
         data_flags = flag_values(cfg, ("mixture", "max_seq_len", "target_examples_per_step"))
         resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "SFT",
                                         model_config=asdict(model.config), world_size=run.world_size,
-                                        data_flags=data_flags,
+                                        data_flags=data_flags, data_facts=mixture_facts(run.train_ds),
                                         optimizer_flags=flag_values(cfg, CHAT_OPTIMIZER_FLAGS))
         model.load_state_dict(resume[0], strict=True, assign=True)
         run.resume_matmul_choices(resume[2])  # before any product: it rounds as the run it continues
@@ -333,7 +333,7 @@ def save(run, final=True):
     meta = {"step": st.step, "val_loss": st.val_loss, **accuracies,
             "model_config": meta_model_config(run.orig_model.config), "user_config": asdict_config(cfg),
             "tokenizer": run.tokenizer_spec,
-            "train_examples_seen": st.step * cfg.target_examples_per_step,
+            "train_examples_seen": st.step * cfg.target_examples_per_step, **mixture_facts(run.train_ds),
             "loop_state": asdict(st), "cpu_matmul_choices": run.matmul_choices_for_meta(),
             "precision": run.precision_for_meta()}
     optimizer_data = None if final else [opt.state_dict() for opt in run.optimizers]

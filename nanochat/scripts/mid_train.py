@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['MID_MIXTURE', 'STAND_INS', 'SIZED_TASKS', 'CHAT_OPTIMIZER_FLAGS', 'MidConfig', 'parse_mixture', 'build_mixture',
-           'load_source_model', 'setup_chat_optimizers', 'mean_target_loss', 'MidLoopState', 'MidRun', 'setup',
-           'train_step', 'log_step', 'evaluate_val_bpb', 'save', 'train', 'report_training', 'main']
+           'mixture_facts', 'load_source_model', 'setup_chat_optimizers', 'mean_target_loss', 'MidLoopState', 'MidRun',
+           'setup', 'train_step', 'log_step', 'evaluate_val_bpb', 'save', 'train', 'report_training', 'main']
 
 # %% ../../nbs/27_mid_train.ipynb #94b548f6
 import os, sys, time
@@ -90,7 +90,7 @@ def parse_mixture(spec, split):
 
 def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="Midtraining"):
     "The `TaskMixture` of `--mixture` ('default' or names) for split 'train'|'val'; prints each task and its rows"
-    from nanochat.tasks import TaskMixture, get_task, task_available
+    from nanochat.tasks import TaskMixture, get_task, task_available, IDENTITY_FILE
     if spec == "default":
         entries = [e for e in mixture[split] if task_available(e[0], e[1])]
         missing = sorted({f"{name} {s}" for name, s, _ in mixture[split] if not task_available(name, s)})
@@ -109,10 +109,18 @@ def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="
     counts = {}
     for (name, task_split, kwargs), task in zip(entries, tasks):
         key = f"{name} {task_split}" + "".join(f" {k}={v}" for k, v in kwargs.items())
+        if name == "identity" and task.filepath != IDENTITY_FILE:
+            key += " (nanochat's file in the base dir)"
         counts[key] = (counts.get(key, (0, 0))[0] + 1, len(task))
     print0(f"{label} {split} mixture: {len(mix):,} rows = " +
            ", ".join(f"{key}: {n:,}" + (f" x{k}" if k > 1 else "") for key, (k, n) in counts.items()))
+    mix.composition = {key: k * n for key, (k, n) in counts.items()}  # rows of each: a resume compares them
     return mix
+
+def mixture_facts(dataset):
+    """What a checkpoint records of the data it trains on, for a resume to compare: the rows of each entry of the
+    mixture (the same flags read other data once a task's files appear, or nanochat's identity file)"""
+    return {"train_mixture": getattr(dataset, "composition", None)}  # None: a dataset not built here, not compared
 
 # %% ../../nbs/27_mid_train.ipynb #cc3c1646
 def load_source_model(source, model_tag, model_step, device):
@@ -219,7 +227,7 @@ def setup(cfg, datasets=None):
         data_flags = flag_values(cfg, ("mixture", "pack", "loss_mask", "max_seq_len"))
         resume = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank, "midtraining",
                                         model_config=asdict(model.config), world_size=run.world_size,
-                                        data_flags=data_flags,
+                                        data_flags=data_flags, data_facts=mixture_facts(run.train_ds),
                                         optimizer_flags=flag_values(cfg, CHAT_OPTIMIZER_FLAGS))
     if resume:
         model.load_state_dict(resume[0], strict=True, assign=True)
@@ -346,7 +354,7 @@ def save(run):
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": meta_model_config(run.orig_model.config),
             "user_config": asdict_config(cfg), "tokenizer": run.tokenizer_spec,
             "device_batch_size": cfg.device_batch_size, "max_seq_len": cfg.max_seq_len,
-            "total_batch_size": cfg.total_batch_size,
+            "total_batch_size": cfg.total_batch_size, **mixture_facts(run.train_ds),
             "dataloader_state_dicts": states, "loop_state": loop_state,
             "cpu_matmul_choices": run.matmul_choices_for_meta(),
             "precision": run.precision_for_meta()}
