@@ -195,10 +195,15 @@ def check_resume(checkpoint_dir, step, stage, files, model_config=None, world_si
     saved_flags = meta.get("user_config", {})
     # the data position in the meta belongs to its data: read as another tokenizer's or directory's, it would restart
     # from the beginning or skip, unseen
-    changed = _changed_flags(data_flags, saved_flags) + _changed_facts(data_facts, meta)
+    changed = _changed_flags(data_flags, saved_flags)
     if changed:
         raise ValueError(f"{flag}: the {stage} checkpoint of step {step} trained on other data ({'; '.join(changed)}): "
                          f"resume with the flags it started with, or start a new run")
+    changed = _changed_facts(data_facts, meta)
+    if changed:  # the same flags, other files: a task's data downloaded since, a file put in the base dir
+        raise ValueError(f"{flag}: the {stage} checkpoint of step {step} trained on other data under the same flags "
+                         f"({'; '.join(changed)}): the files they read changed since; put them back as they were, "
+                         f"or start a new run")
     # the learning rates and betas live in the optimizer state (each group's initial_lr, betas): loading it would
     # quietly undo these flags
     changed = _changed_flags(optimizer_flags, saved_flags)

@@ -178,15 +178,10 @@ def _blocked_attention(q, k, v, left, dtype, block=ATTN_BLOCK):
     return BlockedAttention.apply(q, k, v, left, block).view(B, H, T, D)
 
 # %% ../nbs/04_attention.ipynb #cdd83176
-_BF16_UNITS = None  # the precision probe's answer once an eager call asked it; compiled graphs read this instead
-
+@torch.compiler.assume_constant_result  # a compiled graph asks once, while it is traced, and keeps the answer
 def _cpu_has_bf16_units():
-    "`common.cpu_bf16_matmul_is_fast()`; in a compiled graph (no timing in a trace) what an eager call found, else True"
-    global _BF16_UNITS
-    if torch.compiler.is_compiling():
-        return _BF16_UNITS is not False
-    _BF16_UNITS = common.cpu_bf16_matmul_is_fast()
-    return _BF16_UNITS
+    "`common.cpu_bf16_matmul_is_fast()`: whether this CPU multiplies bf16 on bf16 units"
+    return common.cpu_bf16_matmul_is_fast()
 
 def _sdpa_attention(q, k, v, causal, window_size):
     "SDPA on (B, H, T, D) tensors with FA3's window semantics; causal self-attention on a CPU in blocks where it pays"
@@ -204,15 +199,15 @@ def _sdpa_attention(q, k, v, causal, window_size):
     if q.device.type == 'cpu' and Tq == Tk and right == 0:
         dtype = torch.get_autocast_dtype('cpu') if torch.is_autocast_enabled('cpu') else q.dtype # as SDPA would
         span = Tk if left < 0 else min(Tk, left + ATTN_BLOCK)  # the most keys one block of queries sees
-        # SDPA's CPU kernel gains nothing from bf16, the blocks' products do, but only on bf16 units: emulated, they
-        # ran 2.2x slower than SDPA (a Zen 3)
-        low_precision = dtype in (torch.bfloat16, torch.float16) and _cpu_has_bf16_units()
         differentiated = torch.is_grad_enabled() and q.requires_grad
         compiled_training = torch.compiler.is_compiling() and differentiated  # inductor fuses the blocks
         # SDPA's CPU backward is the slow half at 512 tokens and more; at 256 the blocks pay only where freed memory
         # is kept (common.keep_freed_memory): otherwise the probabilities they keep are fresh pages every step
         long_training = differentiated and Tk >= (256 if freed_memory_kept() else 512)
-        pays = low_precision or left >= 0 or compiled_training or long_training  # measured: see the tables above
+        # and in bf16 SDPA's CPU kernel gains nothing, the blocks' products do, but only on bf16 units: emulated, they
+        # ran 2.2x slower than SDPA (a Zen 3). Asked last, so that a compiled training step never asks
+        pays = (left >= 0 or compiled_training or long_training  # measured: see the tables above
+                or dtype in (torch.bfloat16, torch.float16) and _cpu_has_bf16_units())
         if pays and q.size(0) * q.size(1) * Tq * span <= CPU_SCORES_MAX:
             return _blocked_attention(q, k, v, left, dtype)
     if left < 0 and Tq == Tk and right in (0, -1):

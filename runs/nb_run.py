@@ -15,9 +15,11 @@ seconds, the error, the hash of the notebook and that of the package it ran agai
 reuses those outputs when the notebook is unchanged and runs only the notebooks that changed since.
 `nbdev_test` itself is unchanged and still works as before.
 
-`--learner` runs the notebooks the way a learner's Restart and Run All does: `IN_TEST` unset, so every loop runs at
-its full size (minutes, not seconds: 39_pipeline alone takes about 10 on two cores), into build/learner/ by default.
-A test that holds only for the shrunken sizes fails there; not part of runs/test.sh, which has CI's time budget.
+`--learner` runs the notebooks closer to a learner's Restart and Run All: `IN_TEST` unset, so every loop runs at its
+full size (minutes, not seconds: 39_pipeline alone takes about 10 on two cores), into build/learner/ by default. A
+test that holds only for the shrunken sizes fails there. Unlike JupyterLab it still skips the `#| eval: false` cells
+(the heavy commands they show) and those with a test flag (`--flags slow` runs those). Not part of runs/test.sh,
+which has CI's time budget.
 """
 import hashlib, json, os, sys, time
 from pathlib import Path
@@ -79,7 +81,8 @@ def run_nb(fn, skip_flags=None, force_flags=None, do_print=False, showerr=True, 
     nb = dict2nb(json.loads(src)); nb['path_'] = str(fn)
     for i, c in enumerate(nb.cells): c['orig_idx_'] = i   # NBProcessor drops the title cell: map back by index
     nb = NBProcessor(nb=nb, procs=FrontmatterProc, process=True).nb
-    status = dict(notebook=fn.name, key=run_key(src, flags), package=pkg, passed=True, seconds=0.0, error=None)
+    key = run_key(src, flags | ({'learner'} if learner else set()))  # outputs of full loops are not the tests'
+    status = dict(notebook=fn.name, key=key, package=pkg, passed=True, seconds=0.0, error=None, learner=learner)
     fm = getattr(nb, 'frontmatter_', {})
     if str2bool(fm.get('skip_exec', False)) or nb_lang(nb) != 'python':
         status['skipped'] = True

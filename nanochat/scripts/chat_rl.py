@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['group_advantages', 'policy_gradient_loss', 'collate_rollouts', 'pass_at_k', 'sample_answers', 'RLConfig', 'RLState',
-           'check_config', 'get_num_steps', 'RLRun', 'setup', 'train_example_index', 'get_rollouts', 'rl_step',
-           'evaluate', 'log_step', 'save', 'train', 'report_rl', 'main']
+           'check_config', 'get_num_steps', 'RLRun', 'task_facts', 'setup', 'train_example_index', 'get_rollouts',
+           'rl_step', 'evaluate', 'log_step', 'save', 'train', 'report_rl', 'main']
 
 # %% ../../nbs/29_chat_rl.ipynb #ff42b6dc
 import os, time
@@ -193,6 +193,12 @@ class RLRun(StageRun):
     wandb: Any = None  # a wandb run, or DummyWandb
 
 # %% ../../nbs/29_chat_rl.ipynb #cff87a73
+def task_facts(task_name):
+    """What an RL checkpoint records of its task's data, for a resume to compare: a spelling task's word list
+    (`words_alpha.txt` downloaded since gives the same flags other words)"""
+    from nanochat.tasks import WORD_TASKS, resolve_word_list
+    return {"word_list": resolve_word_list()[1] if task_name in WORD_TASKS else None}
+
 def _load_start(run, cfg):
     "The model to start from (--source) or to resume (the RL checkpoint), and that checkpoint's meta"
     from nanochat.checkpoint_manager import resolve_checkpoint, build_model, get_checkpoints_dir, load_resume_checkpoint
@@ -213,7 +219,7 @@ def _load_start(run, cfg):
                                    "rollout_batch_questions", "max_new_tokens", "temperature", "top_k"))
     _, run.optimizer_states, _ = load_resume_checkpoint(run.checkpoint_dir, cfg.resume_from_step, run.device, run.rank,
                                                         "RL", load_model=False, world_size=run.world_size,
-                                                        data_flags=data_flags,
+                                                        data_flags=data_flags, data_facts=task_facts(cfg.task),
                                                         optimizer_flags=flag_values(cfg, CHAT_OPTIMIZER_FLAGS))
     return build_model(run.checkpoint_dir, cfg.resume_from_step, run.device, phase="eval")
 
@@ -399,7 +405,7 @@ def save(run):
     from nanochat.checkpoint_manager import save_checkpoint, meta_model_config
     st, cfg = run.state, run.cfg
     meta = {"step": st.step, "model_config": meta_model_config(run.model.config), "user_config": asdict_config(cfg),
-            "tokenizer": run.tokenizer_spec, "num_steps": run.num_steps,
+            "tokenizer": run.tokenizer_spec, "num_steps": run.num_steps, **task_facts(cfg.task),
             "loop_state": {k: v for k, v in asdict(st).items() if k != "step"},
             "cpu_matmul_choices": run.matmul_choices_for_meta(),
             "precision": run.precision_for_meta()}

@@ -90,7 +90,7 @@ def parse_mixture(spec, split):
 
 def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="Midtraining"):
     "The `TaskMixture` of `--mixture` ('default' or names) for split 'train'|'val'; prints each task and its rows"
-    from nanochat.tasks import TaskMixture, get_task, task_available, IDENTITY_FILE
+    from nanochat.tasks import TaskMixture, get_task, task_available, resolve_word_list, IDENTITY_FILE, WORD_TASKS
     if spec == "default":
         entries = [e for e in mixture[split] if task_available(e[0], e[1])]
         missing = sorted({f"{name} {s}" for name, s, _ in mixture[split] if not task_available(name, s)})
@@ -111,6 +111,8 @@ def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="
         key = f"{name} {task_split}" + "".join(f" {k}={v}" for k, v in kwargs.items())
         if name == "identity" and task.filepath != IDENTITY_FILE:
             key += " (nanochat's file in the base dir)"
+        if name in WORD_TASKS and resolve_word_list()[1] == "local":  # the same rows, other words than words_alpha's
+            key += " (local word list)"
         counts[key] = (counts.get(key, (0, 0))[0] + 1, len(task))
     print0(f"{label} {split} mixture: {len(mix):,} rows = " +
            ", ".join(f"{key}: {n:,}" + (f" x{k}" if k > 1 else "") for key, (k, n) in counts.items()))
