@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'lean_step', 'ColumnBlocks', 'column_width',
-           'time_packings', 'plain_product', 'time_column_blocks', 'faster_than_plain', 'column_blocks_pay',
-           'input_slices', 'pack_weight', 'LinearRows', 'batch_copy_pays', 'linear_rows_pay', 'LeanDecoder',
-           'sample_next_token', 'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step',
-           'cache_capacity', 'mark_symbols', 'compiled']
+           'probe_copies', 'time_packings', 'plain_product', 'time_column_blocks', 'faster_than_plain',
+           'column_blocks_pay', 'input_slices', 'pack_weight', 'LinearRows', 'batch_copy_pays', 'linear_rows_pay',
+           'LeanDecoder', 'sample_next_token', 'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView',
+           'decode_step', 'cache_capacity', 'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -193,12 +193,18 @@ _column_blocks_shapes = {} # (out, in) -> whether ColumnBlocks ran faster: each 
 # a checkpoint keeps the answers, as it keeps the matmul libraries': the two packings round differently
 register_shape_probe('column_blocks', _column_blocks_shapes, 2, (True, False))
 
+def probe_copies(out, in_features, stream_bytes=2**23, most=256):
+    """How many copies of a weight (out, in) a probe multiplies in turn: `stream_bytes` of them, so that they come
+    from memory as in a decode step, and at least 2; at most `most`: a weight of a few KB (a value-embedding gate) is
+    cached in any step, and 8 MB of its copies were a million products per probe (most of a d2 chat_eval's time)"""
+    return min(max(2, -(-stream_bytes // (4 * out * in_features))), most)
+
 def time_packings(out, in_features, packings, batch=1, stream_bytes=2**23):
     """Seconds per product of `batch` rows with a weight (out, in) in each of `packings` (functions: a weight ->
     its product, x -> x @ W.T). Timed the way a decode step meets its weights, out of the core's own cache: over
-    copies of `stream_bytes` or more, the packings taking turns, best of 5"""
+    copies of `stream_bytes` or more (`probe_copies`), the packings taking turns, best of 5"""
     g = torch.Generator().manual_seed(0)
-    copies = max(2, -(-stream_bytes // (4 * out * in_features)))
+    copies = probe_copies(out, in_features, stream_bytes)
     ws = [torch.randn(out, in_features, generator=g) for _ in range(copies)]
     x = torch.randn(batch, in_features, generator=g)
     products = [[pack(w) for w in ws] for pack in packings] # per packing, one product per copy
