@@ -178,10 +178,10 @@ def _blocked_attention(q, k, v, left, dtype, block=ATTN_BLOCK):
     return BlockedAttention.apply(q, k, v, left, block).view(B, H, T, D)
 
 # %% ../nbs/04_attention.ipynb #cdd83176
-@torch.compiler.assume_constant_result  # a compiled graph asks once, while it is traced, and keeps the answer
 def _cpu_has_bf16_units():
-    "`common.cpu_bf16_matmul_is_fast()`: whether this CPU multiplies bf16 on bf16 units"
-    return common.cpu_bf16_matmul_is_fast()
+    """`common.cpu_bf16_matmul_is_fast()`, asked eagerly; a compiled graph takes the blocks without asking (a timing
+    cannot run in a trace, and on bf16 units they were 2.0-2.5x faster compiled)"""
+    return torch.compiler.is_compiling() or common.cpu_bf16_matmul_is_fast()
 
 def _sdpa_attention(q, k, v, causal, window_size):
     "SDPA on (B, H, T, D) tensors with FA3's window semantics; causal self-attention on a CPU in blocks where it pays"
@@ -205,7 +205,7 @@ def _sdpa_attention(q, k, v, causal, window_size):
         # is kept (common.keep_freed_memory): otherwise the probabilities they keep are fresh pages every step
         long_training = differentiated and Tk >= (256 if freed_memory_kept() else 512)
         # and in bf16 SDPA's CPU kernel gains nothing, the blocks' products do, but only on bf16 units: emulated, they
-        # ran 2.2x slower than SDPA (a Zen 3). Asked last, so that a compiled training step never asks
+        # ran 2.2x slower than SDPA (a Zen 3). Asked last: most steps have decided by then
         pays = (left >= 0 or compiled_training or long_training  # measured: see the tables above
                 or dtype in (torch.bfloat16, torch.float16) and _cpu_has_bf16_units())
         if pays and q.size(0) * q.size(1) * Tq * span <= CPU_SCORES_MAX:
