@@ -89,7 +89,8 @@ def parse_mixture(spec, split):
     return entries
 
 def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="Midtraining"):
-    "The `TaskMixture` of `--mixture` ('default' or names) for split 'train'|'val'; prints each task and its rows"
+    """The `TaskMixture` of `--mixture` ('default' or names) for split 'train'|'val'; prints each task and its rows,
+    and keeps them as the mixture's `composition`"""
     from nanochat.tasks import TaskMixture, get_task, task_available, resolve_word_list, IDENTITY_FILE, WORD_TASKS
     if spec == "default":
         entries = [e for e in mixture[split] if task_available(e[0], e[1])]
