@@ -9,6 +9,7 @@
 #   gate 8: exported code reads like nanochat: one statement per line, no line over 120, no unused import (runs/lint.py)
 #   gate 9: where the CPU has bf16 units, the notebooks that branch on them run again with kernels capped at AVX2
 #   gate 10: a conflict in a notebook merges into marked cells through the driver setup configured, nbdev not on PATH
+#   gate 11: runs/nb_run.py runs each notebook in a process of its own (what one leaves, the next does not see)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash runs/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -35,6 +36,8 @@ if [ -d .git ]; then  # runs/setup.sh configures git's notebook merge driver in 
   bash runs/merge_check.sh && ok "a notebook conflict merges into marked cells, nbdev not on PATH" \
     || bad "notebook merge driver (runs/merge_check.sh)"
 fi
+bash runs/isolation_check.sh && ok "each notebook runs in a process of its own (runs/nb_run.py)" \
+  || bad "notebook isolation (runs/isolation_check.sh)"
 
 # the browser tests (web chat, docs) use Debian's Chromium; install it so they run instead of skipping
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -44,12 +47,13 @@ if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id 
 fi
 
 # notebooks: runs/nb_run.py is nbdev_test (same notebooks, cells, flags, IN_TEST=1, workers, output) that also saves
-# each executed notebook to build/executed/, so the docs build below renders those outputs without running them again.
+# each executed notebook to build/executed/, so the docs build below renders those outputs without running them again,
+# and runs each notebook in a process of its own (nbdev_test's workers carry one notebook's state into the next).
 # It prints the failing ones like nbdev_test; every other tested notebook counts as passed.
 nbs=$(ls nbs/*.ipynb | grep -v '/_' | wc -l)
 t0=$(date +%s)
-log=$(mktemp); fp32_log=$(mktemp); inductor_avx2=''  # this run's own files: two runs on one machine never share them
-trap 'rm -rf "$log" "$fp32_log" ${inductor_avx2:+"$inductor_avx2"}' EXIT
+log=$(mktemp); fp32_log=$(mktemp); fp32_out=$(mktemp -d); inductor_avx2=''  # this run's own: never shared
+trap 'rm -rf "$log" "$fp32_log" "$fp32_out" ${inductor_avx2:+"$inductor_avx2"}' EXIT
 python runs/nb_run.py --n_workers ${NBDEV_WORKERS:-2} --timing > "$log" 2>&1; rc=$?
 tail -n 60 "$log"
 nb_failed=$(sed -n '/Tests Failed On The Following Notebooks/,$p' "$log" | grep -c '\.ipynb' || true)
@@ -76,7 +80,8 @@ if bf16_fast 2>/dev/null; then
   t0=$(date +%s)
   if (export $capped; bf16_fast); then
     echo "SKIP: fp32 paths: capping the kernels at AVX2 did not make bf16 slow on this CPU, so they cannot be taken"
-  elif env $capped nbdev_test --path nbs --file_re "$FP32_NBS" --n_workers ${NBDEV_WORKERS:-2} > "$fp32_log" 2>&1; then
+  elif env $capped python runs/nb_run.py --file_re "$FP32_NBS" --n_workers ${NBDEV_WORKERS:-2} --out "$fp32_out" \
+      > "$fp32_log" 2>&1; then  # its own --out: the docs render the first run's outputs
     ok "fp32 paths: 00, 04, 05, 06, 12, 24 pass with the kernels capped at AVX2 ($(( $(date +%s) - t0 )) s)"
   else
     grep -v '^USDT' "$fp32_log" | tail -n 40
@@ -97,6 +102,16 @@ case $rc in 0) ok "every docs page renders in headless Chromium, figures include
   3) ok "docs pages: every local link resolves"; echo "SKIP: docs pages in headless Chromium (no Chromium or Playwright)";;
   *) bad "docs render check";; esac
 
+# which CPU ran this: a notebook whose result depends on rounding (29's RL) can be read against the machine
+python - <<'EOF' 2>/dev/null || true
+import os, torch
+info = dict(l.split(':', 1) for l in open('/proc/cpuinfo').read().split('\n\n')[0].splitlines() if ':' in l)
+info = {k.strip(): v.strip() for k, v in info.items()}
+units = [f for f in ('avx512f', 'avx512_bf16', 'amx_bf16') if f in info.get('flags', '').split()]
+print(f"machine: {info.get('model name', '?')} (family {info.get('cpu family', '?')}, model {info.get('model', '?')}), "
+      f"{os.cpu_count()} CPUs, {' '.join(units) or 'no AVX-512'}; torch {torch.__version__} at "
+      f"{torch.backends.cpu.get_cpu_capability()}")
+EOF
 [ $failed -gt 0 ] && echo "failures: ${failures[*]}"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
