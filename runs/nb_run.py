@@ -135,7 +135,7 @@ def notebooks(path=None, ignore_fname='.notest', **kwargs):
 
 
 def run_all(files, flags='', n_workers=None, do_print=False, pause=0.01, out=OUT, learner=False):
-    "Run `files` like nbdev_test's loop; returns [(passed, seconds)] in the order of `files`."
+    "Run `files` like nbdev_test's loop, each in a new process; returns [(passed, seconds)] in the order of `files`."
     from multiprocessing import get_context
     from fastcore.parallel import ProcessPoolExecutor, num_cpus
     from fastcore.xtras import working_directory
@@ -143,10 +143,9 @@ def run_all(files, flags='', n_workers=None, do_print=False, pause=0.01, out=OUT
     cfg = get_config()
     skip_flags, force_flags = cfg.tst_flags.split(), flags.split()
     if n_workers is None: n_workers = 0 if len(files) == 1 else min(num_cpus(), 8)
-    # Unlike nbdev_test, each notebook runs in a new process, as in a learner's new kernel: a worker reused from
-    # earlier notebooks carries their state (a CPU library already chosen by shape, so an env pin set later is too
-    # late; probes already timed), and a result would depend on which notebooks ran before it in that worker
-    # (29_chat_rl's RL gain did: 0.383 alone, 0.589 after 24-28). A forkserver's children start from a clean process.
+    # a worker reused from earlier notebooks carries their state (a CPU library already chosen by shape, so an env pin
+    # set later is too late; probes already timed): 29_chat_rl's RL gain was 0.383 alone, 0.589 after 24-28.
+    # A forkserver's children start from a clean process.
     ctx = get_context('spawn' if os.name == 'nt' else 'forkserver')
     if os.name != 'nt':  # imported once, in the server: each child starts with them loaded, none of a notebook's code
         # run (14 small notebooks on 2 workers: 33 s instead of 54)
