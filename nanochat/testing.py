@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['ALPHABET_TASKS', 'CHROMIUM_ARGS', 'TINY_FLAGS', 'TINY_MID_FLAGS', 'closed_port', 'LocalServer', 'AlphabetLM',
            'write_eval_bundle', 'write_shards', 'real_data_dir', 'find_chromium', 'outside_event_loop',
-           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'assert_kept_shapes_untimed', 'Killed',
-           'kill_after', 'save_babbler_checkpoint']
+           'run_ddp_script', 'tiny_setup', 'fresh_cpu_matmul_probes', 'assert_kept_shapes_untimed', 'test_resumed_same',
+           'Killed', 'kill_after', 'save_babbler_checkpoint']
 
 # %% ../nbs/00_testing.ipynb #e986dfc6
 import os, json, socket, tempfile, threading, contextlib, collections, http.server
@@ -15,6 +15,7 @@ import urllib.parse
 from pathlib import Path
 import torch
 import yaml
+from fastcore.test import test_close
 import pyarrow as pa
 import pyarrow.parquet as pq
 import nanochat
@@ -235,6 +236,18 @@ def assert_kept_shapes_untimed(timed, meta):
     kept = {tuple(entry[:-1]) for entries in meta["cpu_matmul_choices"][0].values() for entry in entries}
     assert not timed & kept, f"timed again, though the checkpoint kept them: {sorted(timed & kept)}"
     assert kept or cpu_matmul_backend() != "by shape", "the checkpoint kept no CPU library choices"
+
+def test_resumed_same(full, resumed, timed, eps=1e-4):
+    """A resumed run's numbers (a tensor, or a list of floats) against the uninterrupted run's: bit for bit where the
+    resumed run timed no shape (`timed`, from `fresh_cpu_matmul_probes`), since then every product went to the library
+    the uninterrupted run used; else within `eps`: a shape first met after the checkpoint is timed anew in the new
+    process and may go to the other library, whose sums round differently (widths that vary: SFT, RL)"""
+    full, resumed = torch.as_tensor(full), torch.as_tensor(resumed)
+    if timed:
+        test_close(resumed, full, eps=eps)
+    else:
+        gap = (resumed - full).abs().max().item()
+        assert torch.equal(resumed, full), f"not bit for bit: they differ by up to {gap:.2e}"
 
 class Killed(Exception):
     "What `kill_after` raises: a run that dies mid-way"
