@@ -243,11 +243,11 @@ def test_resumed_same(full, resumed, timed, eps=1e-4):
     the uninterrupted run used; else within `eps`: a shape first met after the checkpoint is timed anew in the new
     process and may go to the other library, whose sums round differently (widths that vary: SFT, RL)"""
     full, resumed = torch.as_tensor(full), torch.as_tensor(resumed)
+    assert resumed.shape == full.shape, f"shapes {tuple(resumed.shape)} and {tuple(full.shape)}"
     if timed:
         test_close(resumed, full, eps=eps)
-    else:
-        gap = (resumed - full).abs().max().item()
-        assert torch.equal(resumed, full), f"not bit for bit: they differ by up to {gap:.2e}"
+    elif not torch.equal(resumed, full):
+        raise AssertionError(f"not bit for bit: they differ by up to {(resumed - full).abs().max().item():.2e}")
 
 class Killed(Exception):
     "What `kill_after` raises: a run that dies mid-way"
