@@ -119,15 +119,9 @@ def find_last_step(checkpoint_dir):
     return max(steps)
 
 # %% ../nbs/07_checkpoint.ipynb #9e4b2d17
-def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True,
-                           model_config=None, world_size=None, data_flags=None, optimizer_flags=None,
-                           data_facts=None):
-    """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
-    exists; `load_model=False` leaves the model file to `build_model` (model None). Given the resuming run's
-    `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused, and
-    one whose `data_flags` ({flag: value}, in its user_config) or `data_facts` ({meta key: value}, such as the rows
-    of each task of a mixture) differ: its data position is in other data; or whose `optimizer_flags` differ: its
-    optimizer state would overrule them"""
+def _load_resume_step(checkpoint_dir, step, device, rank, stage, load_model, model_config, world_size, data_flags,
+                      optimizer_flags, data_facts):
+    "This rank's `load_resume_checkpoint`: what it loads, or the error that refuses the step"
     flag = f"--resume-from-step={step}"
     if not os.path.isdir(checkpoint_dir):
         parent = os.path.dirname(checkpoint_dir)
@@ -150,6 +144,35 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
         optimizer_data = _load_file(os.path.join(checkpoint_dir, optim_name), device)
         return None, optimizer_data, _load_file(os.path.join(checkpoint_dir, meta_name))
     raise FileNotFoundError(f"{flag}: {problem} in {checkpoint_dir} (steps to resume from: {resumable or 'none'})")
+
+def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training", load_model=True,
+                           model_config=None, world_size=None, data_flags=None, optimizer_flags=None,
+                           data_facts=None):
+    """`(model, optimizer, meta)` of the step to resume from (`--resume-from-step`), with an error that says what
+    exists; `load_model=False` leaves the model file to `build_model` (model None). Given the resuming run's
+    `model_config` (a dict) and `world_size`, a checkpoint of another model or another number of ranks is refused, and
+    one whose `data_flags` ({flag: value}, in its user_config) or `data_facts` ({meta key: value}, such as the rows
+    of each task of a mixture) differ: its data position is in other data; or whose `optimizer_flags` differ: its
+    optimizer state would overrule them. Collective under torchrun (every rank calls it): a step that one rank
+    refuses is refused on every rank"""
+    try:
+        loaded = _load_resume_step(checkpoint_dir, step, device, rank, stage, load_model, model_config, world_size,
+                                   data_flags, optimizer_flags, data_facts)
+        refusal = None
+    except (FileNotFoundError, ValueError, RuntimeError) as e:  # the refusals above, and a corrupt file's error
+        loaded, refusal = None, e
+    if dist.is_available() and dist.is_initialized():
+        # a rank that raised alone would leave the others waiting at their next collective: rank 0, whose log is
+        # the one read, would report a timeout, not the cause. Every rank learns what each one found
+        refusals = [None] * dist.get_world_size()
+        dist.all_gather_object(refusals, None if refusal is None else f"{type(refusal).__name__}: {refusal}")
+        first = next((r for r, found in enumerate(refusals) if found is not None), None)
+        if refusal is None and first is not None:
+            raise RuntimeError(f"--resume-from-step={step}: rank {first} cannot resume it, so no rank does. "
+                               f"Rank {first}: {refusals[first]}")
+    if refusal is not None:
+        raise refusal
+    return loaded
 
 def _changed_facts(facts, meta):
     "'<key>: <saved> there, <now> now' for each of `facts` ({meta key: value}) that differs from what the meta recorded"
