@@ -162,8 +162,9 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
     except (FileNotFoundError, ValueError, RuntimeError) as e:  # the refusals above, and a corrupt file's error
         loaded, refusal = None, e
     if dist.is_available() and dist.is_initialized():
-        # a rank that raised alone would leave the others waiting at their next collective: rank 0, whose log is
-        # the one read, would report a timeout, not the cause. Every rank learns what each one found
+        # a rank that raised alone would stop while the others went on to their next collective (torchrun ends
+        # them on its own node; on other nodes they wait there until it times out, and rank 0, whose log is the
+        # one read, reports the timeout, not the cause). So every rank learns what each one found
         refusals = [None] * dist.get_world_size()
         dist.all_gather_object(refusals, None if refusal is None else f"{type(refusal).__name__}: {refusal}")
         first = next((r for r, found in enumerate(refusals) if found is not None), None)
