@@ -123,8 +123,9 @@ def finished(index, stage):
         return None
     return done
 
-def mark_finished(index, stage, seconds, peak_mb=None):
-    info = {"stage": stage.name, "seconds": round(seconds, 1), "peak_rss_mb": peak_mb, "command": command_line(stage),
+def mark_finished(index, stage, seconds, peak_mb=None, anon_mb=None):
+    info = {"stage": stage.name, "seconds": round(seconds, 1), "peak_rss_mb": peak_mb, "peak_anon_mb": anon_mb,
+            "command": command_line(stage),
             "finished": datetime.datetime.now().isoformat(timespec="seconds")}
     atomic_write(marker_path(index, stage), lambda f: json.dump(info, f, indent=1), mode="w")
     return info
@@ -138,38 +139,53 @@ class StageFailed(RuntimeError):
 
 # A child's ru_maxrss starts at its parent's resident set (Linux carries it over fork and exec), and this process
 # holds torch (~200 MB): so a small stdlib-only interpreter starts each stage, waits for it and sends back through a
-# pipe the stage's peak RSS in bytes (its own, or its largest descendant's).
+# pipe the stage's peak RSS in bytes (its own, or its largest descendant's). On Linux it also samples the stage's
+# anonymous resident memory (RssAnon in /proc/<pid>/status) every 20 ms and sends back its peak: -1 elsewhere.
 _LAUNCHER = r"""
-import os, sys, subprocess
+import os, sys, time, subprocess
 proc = subprocess.Popen(sys.argv[2:])
+status_file = f"/proc/{proc.pid}/status"
+anon_kb = -1
 while True:
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
-        break
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG if os.path.exists(status_file) else 0)
+        if pid:
+            break
+        with open(status_file) as f:
+            anon_kb = max([anon_kb] + [int(line.split()[1]) for line in f if line.startswith("RssAnon:")])
+        time.sleep(0.02)
     except KeyboardInterrupt:  # Ctrl-C reached the stage too (one process group): wait for it to end
         pass
-os.write(int(sys.argv[1]), str(usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)).encode())
+    except OSError:  # the stage ended between the two calls: wait4 collects it next
+        pass
+maxrss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+os.write(int(sys.argv[1]), f"{maxrss} {anon_kb * 1024 if anon_kb >= 0 else -1}".encode())
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 """
 
 def start_stage(stage, env):
-    "Start `stage` with its output piped; return the process and a function that gives its peak RSS in MB once it ended"
+    """Start `stage` with its output piped; return the process and a function that gives, once it ended, its peak RSS
+    and its peak anonymous memory in MB (None where not measured)"""
     cmd = [sys.executable, "-m", stage.module, *stage.args]
     kw = dict(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
     if not hasattr(os, "wait4"):  # Windows: no resource usage of a child
-        return subprocess.Popen(cmd, **kw), lambda: None
+        return subprocess.Popen(cmd, **kw), lambda: (None, None)
     r, w = os.pipe()
     proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(w), *cmd], pass_fds=(w,), **kw)
     os.close(w)  # the launcher holds the write end now
     def peak_mb():
         with os.fdopen(r, "rb") as f:
             data = f.read()
-        return int(data) / 1024**2 if data else None
+        if not data:
+            return None, None
+        peak, anon = (int(n) for n in data.split())
+        return peak / 1024**2, (anon / 1024**2 if anon >= 0 else None)
     return proc, peak_mb
 
 def run_stage(index, stage, echo=True):
-    "Run one stage as a subprocess, tee its output to `<base>/pipeline/logs/`; return (wall seconds, peak RSS in MB)"
+    """Run one stage as a subprocess, tee its output to `<base>/pipeline/logs/`; return (wall seconds, peak RSS in MB,
+    peak anonymous memory in MB)"""
     log_path = os.path.join(pipeline_dir(), "logs", f"{index:02d}_{stage.name}.log")
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     # every stage reads the corpus the `data` stage built, even where <base>/base_data holds FineWeb shards (which
@@ -185,12 +201,12 @@ def run_stage(index, stage, echo=True):
             if echo:
                 print(line, end="", flush=True)
         rc = proc.wait()
-        peak = peak_mb()
+        peak, anon = peak_mb()
     if rc != 0:
         raise StageFailed(f"stage '{stage.name}' failed (exit code {rc}): {command_line(stage)}\n"
                           f"--- the end of its log ({log_path}) ---\n{''.join(tail)}"
                           f"--- fix the cause and run the pipeline again: finished stages are skipped")
-    return time.time() - t0, peak
+    return time.time() - t0, peak, anon
 
 # %% ../../nbs/39_pipeline.ipynb #15999928
 def transcript_prompts():
@@ -242,15 +258,17 @@ def write_transcript(device_type="cpu", max_tokens=256, model_tag=None):
 # %% ../../nbs/39_pipeline.ipynb #a76da71f
 def _timing_table(timings):
     mb = lambda peak: "-" if peak is None else f"{peak:,.0f}"
-    rows = ["| stage | seconds | peak RSS (MB) | |", "|---|---:|---:|---|"]
-    rows += [f"| {name} | {secs:.1f} | {mb(peak)} | {how} |" for name, secs, how, peak in timings]
-    total = sum(secs for _, secs, _, _ in timings)
-    peak = max((peak for _, _, _, peak in timings if peak is not None), default=None)
-    rows.append(f"| **total** | **{total:.1f}** | **{mb(peak)}** | |")
+    rows = ["| stage | seconds | peak RSS (MB) | peak anon (MB) | |", "|---|---:|---:|---:|---|"]
+    rows += [f"| {name} | {secs:.1f} | {mb(peak)} | {mb(anon)} | {how} |" for name, secs, how, peak, anon in timings]
+    total = sum(secs for _, secs, _, _, _ in timings)
+    peak = max((peak for _, _, _, peak, _ in timings if peak is not None), default=None)
+    anon = max((anon for _, _, _, _, anon in timings if anon is not None), default=None)
+    rows.append(f"| **total** | **{total:.1f}** | **{mb(peak)}** | **{mb(anon)}** | |")
     return "\n".join(rows)
 
 def run_pipeline(cfg, stages=None):
-    "Run the stages from the first one not finished on; return `[(stage, seconds, 'ran'|'earlier', peak RSS in MB)]`"
+    """Run the stages from the first one not finished on; return `[(stage, seconds, 'ran'|'earlier', peak RSS in MB,
+    peak anonymous memory in MB)]`"""
     from nanochat.report import get_report
     stages = stages or pipeline_stages(cfg.scale, cfg.device_type)
     names = [st.name for st in stages]
@@ -283,7 +301,7 @@ def run_pipeline(cfg, stages=None):
         done = None if rerun else finished(i, st)
         if done:
             print(f"=== [{i + 1}/{len(stages)}] {st.name}: finished earlier ({done['seconds']} s), skipped")
-            timings.append((st.name, done["seconds"], "earlier", done.get("peak_rss_mb")))
+            timings.append((st.name, done["seconds"], "earlier", done.get("peak_rss_mb"), done.get("peak_anon_mb")))
             if st.name == cfg.stop_after: # the stage to stop after had finished: nothing after it runs either
                 print(f"=== stopped after {st.name} (--stop-after; it had finished earlier)")
                 break
@@ -302,10 +320,11 @@ def run_pipeline(cfg, stages=None):
         if st.name == "report":  # the pipeline's own section, just before the report is stitched together
             get_report().log("Pipeline timings", [f"Scale: {cfg.scale}\n", _timing_table(timings)])
         print(f"\n=== [{i + 1}/{len(stages)}] {st.name}: {command_line(st)}", flush=True)
-        seconds, peak_mb = run_stage(i, st)
-        mark_finished(i, st, seconds, peak_mb)
-        timings.append((st.name, seconds, "ran", peak_mb))
+        seconds, peak_mb, anon_mb = run_stage(i, st)
+        mark_finished(i, st, seconds, peak_mb, anon_mb)
+        timings.append((st.name, seconds, "ran", peak_mb, anon_mb))
         peak = "" if peak_mb is None else f", peak RSS {peak_mb:,.0f} MB"
+        peak += "" if anon_mb is None else f" (anon {anon_mb:,.0f} MB)"
         print(f"=== {st.name} finished in {seconds:.1f} s{peak}", flush=True)
         if st.name == cfg.stop_after:
             print(f"=== stopped after {st.name} (--stop-after); run it without --stop-after to continue")
