@@ -1,5 +1,6 @@
-"""Pipeline benchmark: wall time and training tokens/s of every stage of the main job, with base_train's loop measured
-again in this same process at the same shape (bench_train's `measure`) as the reference a regression shows against.
+"""Pipeline benchmark: wall time, training tokens/s and peak memory of every stage of the main job, with base_train's
+loop measured again in this same process at the same shape (bench_train's `measure`) as the reference a regression
+shows against.
 
 It reads a finished pipeline run (the stage markers and logs under <base>/pipeline) or runs one first:
 
@@ -7,7 +8,10 @@ It reads a finished pipeline run (the stage markers and logs under <base>/pipeli
     python bench/bench_pipeline.py --run                   # the main job's scale (~25 min on 2 cores)
     python bench/bench_pipeline.py --base-dir ~/.cache/nanochat   # a run that already finished
 
-Tokens/s of a stage is the median of the `tok/sec` (or `tok/s`) values its log printed. Not a test: it prints a table.
+Tokens/s of a stage is the median of the `tok/sec` (or `tok/s`) values its log printed. Memory is what the pipeline's
+launcher measured (39_pipeline): the peak RSS, which counts the library files' pages and so moves with the page cache,
+and the peak anonymous memory, the stage's own allocations, the figure to compare between commits. Not a test: it
+prints a table.
 """
 import argparse, atexit, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -15,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 def stage_rows(base_dir):
-    "[(stage, seconds, median tok/s or None)] from the markers and logs of a pipeline run"
+    "[(stage, seconds, median tok/s or None, peak RSS MB or None, peak anon MB or None)] from a pipeline run's markers"
     rows = []
     for marker in sorted(glob.glob(os.path.join(base_dir, "pipeline", "*.done"))):
         info = json.load(open(marker))
@@ -24,7 +28,8 @@ def stage_rows(base_dir):
         if os.path.exists(log):
             for m in re.finditer(r"tok(?:/sec|/s|ens/s)[:=]?\s*([\d,]+(?:\.\d+)?)", open(log, errors="replace").read()):
                 rates.append(float(m.group(1).replace(",", "")))
-        rows.append((info["stage"], info["seconds"], statistics.median(rates) if rates else None))
+        rows.append((info["stage"], info["seconds"], statistics.median(rates) if rates else None,
+                     info.get("peak_rss_mb"), info.get("peak_anon_mb")))  # runs before the anon figure: None
     return rows
 
 def main():
@@ -62,12 +67,16 @@ def main():
         ref = bench_train.measure(s["depth"], s["seq"], False, 20)["tok_s"]
     load = os.getloadavg()[0]
     print(f"\nload average {load:.2f}" + ("  (busy machine: numbers are low)" if load > 1.5 else ""))
-    print("| stage | wall s | tok/s (median in its log) | reference tok/s (same run) |")
-    print("|---|---:|---:|---:|")
-    for name, secs, rate in rows:
+    mb = lambda x: "-" if x is None else f"{x:,.0f}"
+    print("| stage | wall s | tok/s (median in its log) | reference tok/s (same run) | peak RSS (MB) "
+          "| peak anon (MB) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, secs, rate, peak, anon in rows:
         r = f"{ref:,.0f} (base_train's loop, 20 steps)" if (name == "base_train" and ref) else "-"
-        print(f"| {name} | {secs:.1f} | {f'{rate:,.0f}' if rate else '-'} | {r} |")
-    print(f"| **total** | **{sum(s for _, s, _ in rows):.1f}** | | |")
+        print(f"| {name} | {secs:.1f} | {f'{rate:,.0f}' if rate else '-'} | {r} | {mb(peak)} | {mb(anon)} |")
+    peak = max((row[3] for row in rows if row[3] is not None), default=None)
+    anon = max((row[4] for row in rows if row[4] is not None), default=None)
+    print(f"| **total** | **{sum(row[1] for row in rows):.1f}** | | | **{mb(peak)}** | **{mb(anon)}** |")
 
 if __name__ == "__main__":
     main()
