@@ -11,7 +11,7 @@ __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_larges
 import os, re, json, pickle, time, zipfile, dataclasses
 import torch
 import torch.distributed as dist
-from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag
+from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag, raise_if_any_rank_failed
 
 # %% ../nbs/07_checkpoint.ipynb #4f6de2fc
 def _torch_save_atomic(obj, path):
@@ -161,18 +161,9 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
         refusal = None
     except (FileNotFoundError, ValueError, RuntimeError) as e:  # the refusals above, and a corrupt file's error
         loaded, refusal = None, e
-    if dist.is_available() and dist.is_initialized():
-        # a rank that raised alone would stop while the others went on to their next collective (torchrun ends
-        # them on its own node; on other nodes they wait there until it times out, and rank 0, whose log is the
-        # one read, reports the timeout, not the cause). So every rank learns what each one found
-        refusals = [None] * dist.get_world_size()
-        dist.all_gather_object(refusals, None if refusal is None else f"{type(refusal).__name__}: {refusal}")
-        first = next((r for r, found in enumerate(refusals) if found is not None), None)
-        if refusal is None and first is not None:
-            raise RuntimeError(f"--resume-from-step={step}: rank {first} cannot resume it, so no rank does. "
-                               f"Rank {first}: {refusals[first]}")
-    if refusal is not None:
-        raise refusal
+    # each rank read its own files: a rank that refused alone would stop while the others waited at their next
+    # collective (00_common)
+    raise_if_any_rank_failed(refusal, f"--resume-from-step={step}")
     return loaded
 
 def _changed_facts(facts, meta):

@@ -14,7 +14,7 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
            'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'check_model_tag',
            'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
-           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'run_torchrun']
+           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -888,6 +888,20 @@ def all_reduce_sum(values, device):
     counts = torch.tensor(values, dtype=torch.long, device=device)
     dist.all_reduce(counts, op=dist.ReduceOp.SUM)
     return counts.tolist()
+
+# %% ../nbs/00_common.ipynb #3a92ca4e
+def raise_if_any_rank_failed(error, context):
+    """`error` (an exception, or None) is this rank's outcome of a check each rank makes alone: raise it, and where
+    another rank failed instead, raise an error naming that rank and its message (`context` says which check).
+    Collective under torchrun: every rank calls it; without a process group it raises `error`, if any"""
+    if dist.is_available() and dist.is_initialized():
+        errors = [None] * dist.get_world_size()
+        dist.all_gather_object(errors, None if error is None else f"{type(error).__name__}: {error}")
+        first = next((rank for rank, found in enumerate(errors) if found is not None), None)
+        if error is None and first is not None:
+            raise RuntimeError(f"{context}: rank {first} failed, so every rank stops. Rank {first}: {errors[first]}")
+    if error is not None:
+        raise error
 
 # %% ../nbs/00_common.ipynb #f060ecea
 def run_torchrun(module, args=(), nproc=2, timeout=300, env=None):
