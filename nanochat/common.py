@@ -14,7 +14,8 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
            'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'check_model_tag',
            'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
-           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed', 'run_torchrun']
+           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed', 'raise_if_ranks_differ',
+           'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -902,6 +903,19 @@ def raise_if_any_rank_failed(error, context):
             raise RuntimeError(f"{context}: rank {first} failed, so every rank stops. Rank {first}: {errors[first]}")
     if error is not None:
         raise error
+
+# %% ../nbs/00_common.ipynb #787078ae
+def raise_if_ranks_differ(value, what, fix=""):
+    """Raise on every rank where the ranks' `value`s (each rank's description of `what` it built alone) are not all
+    equal; `fix` says what to do. Collective under torchrun: every rank calls it; without a process group a no-op"""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    values = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    other = next((rank for rank, found in enumerate(values) if found != values[0]), None)
+    if other is not None:
+        raise RuntimeError(f"{what} differs between the ranks: rank 0 has {values[0]}, rank {other} has "
+                           f"{values[other]}" + (f"; {fix}" if fix else ""))
 
 # %% ../nbs/00_common.ipynb #f060ecea
 def run_torchrun(module, args=(), nproc=2, timeout=300, env=None):

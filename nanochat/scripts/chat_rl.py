@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_flops, get_mfu, parse_config,
-                             asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
+                             asdict_config, get_wandb, in_notebook, round_up, check_model_tag,
+                             raise_if_ranks_differ)
 from ..engine import rows_per_prompt
 from .base_train import (due, check_horizon, check_positive_or_unset, check_at_least, check_positive,
                                          check_periods, flag_values)
@@ -234,6 +235,9 @@ def setup(cfg, train_task=None, val_task=None):
         from nanochat.tasks import get_task
         train_task, val_task = get_task(cfg.task, "train"), get_task(cfg.task, "test")
     run.train_task, run.val_task = train_task, val_task
+    # each rank read its own node's files (a spelling task's word list): other files, other questions
+    raise_if_ranks_differ({"rows": (len(train_task), len(val_task)), **task_facts(cfg.task)}, f"--task={cfg.task}",
+                          "every node needs the same task files (`python -m nanochat.tasks status` lists them)")
     if not callable(getattr(train_task, "reward", None)):  # else the first rollout fails, after the model loads
         raise ValueError(f"--task={cfg.task}: {type(train_task).__name__} has no reward to learn from; use GSM8K, "
                          f"GSM8K-socratic, SpellingBee or SyntheticArithmetic")

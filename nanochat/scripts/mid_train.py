@@ -14,7 +14,8 @@ from typing import Any, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
-                             parse_config, asdict_config, get_wandb, in_notebook, check_model_tag)
+                             parse_config, asdict_config, get_wandb, in_notebook, check_model_tag,
+                             raise_if_ranks_differ)
 from .base_train import (LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon,
                                          check_positive_or_unset, check_positive, check_periods,
                                          flag_values)
@@ -118,6 +119,9 @@ def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="
     print0(f"{label} {split} mixture: {len(mix):,} rows = " +
            ", ".join(f"{key}: {n:,}" + (f" x{k}" if k > 1 else "") for key, (k, n) in counts.items()))
     mix.composition = {key: k * n for key, (k, n) in counts.items()}  # rows of each: a resume compares them
+    # each rank read its own node's task files: other files there would mean other data, and other step counts
+    raise_if_ranks_differ(mix.composition, f"the {label.lower()} {split} mixture",
+                          "every node needs the same task files (`python -m nanochat.tasks status` lists them)")
     return mix
 
 def mixture_facts(dataset):
