@@ -11,11 +11,11 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
            'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
            'parse_dtype', 'dtype_name', 'apply_dtype_flag', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype',
-           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'compute_cleanup', 'round_up',
-           'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config', 'check_model_tag',
-           'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops', 'get_mfu',
-           'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed', 'raise_if_ranks_differ',
-           'run_torchrun']
+           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'gather_from_ranks',
+           'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
+           'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
+           'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed',
+           'raise_if_ranks_differ', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -620,6 +620,14 @@ def compute_init(device_type=''):
         logger.info(f"Distributed world size: {world_size}, device: {device}")
     return ddp, rank, local_rank, world_size, device
 
+def gather_from_ranks(value):
+    "Every rank's `value` (picklable), in rank order; `[value]` without a process group. Collective under torchrun"
+    if not (dist.is_available() and dist.is_initialized()):
+        return [value]
+    values = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
+
 def compute_cleanup():
     "Leave the process group, if any (after a barrier, so no rank tears it down while another still talks)"
     if dist.is_available() and dist.is_initialized():
@@ -689,10 +697,7 @@ class StageRun:
 
     def matmul_choices_for_meta(self):
         "Each rank's `cpu_matmul_choices()`, for a checkpoint's meta; collective under torchrun (every rank calls it)"
-        per_rank = [cpu_matmul_choices()] * self.world_size
-        if self.ddp:
-            dist.all_gather_object(per_rank, per_rank[0])
-        return per_rank
+        return gather_from_ranks(cpu_matmul_choices())
 
     def precision_for_meta(self):
         "The dtypes this run trains and orthogonalizes (Muon) in, for a checkpoint's meta"
@@ -895,12 +900,10 @@ def raise_if_any_rank_failed(error, context):
     """`error` (an exception, or None) is this rank's outcome of a check each rank makes alone: raise it, and where
     another rank failed instead, raise an error naming that rank and its message (`context` says which check).
     Collective under torchrun: every rank calls it; without a process group it raises `error`, if any"""
-    if dist.is_available() and dist.is_initialized():
-        errors = [None] * dist.get_world_size()
-        dist.all_gather_object(errors, None if error is None else f"{type(error).__name__}: {error}")
-        first = next((rank for rank, found in enumerate(errors) if found is not None), None)
-        if error is None and first is not None:
-            raise RuntimeError(f"{context}: rank {first} failed, so every rank stops. Rank {first}: {errors[first]}")
+    errors = gather_from_ranks(None if error is None else f"{type(error).__name__}: {error}")
+    first = next((rank for rank, found in enumerate(errors) if found is not None), None)
+    if error is None and first is not None:
+        raise RuntimeError(f"{context}: rank {first} failed, so every rank stops. Rank {first}: {errors[first]}")
     if error is not None:
         raise error
 
@@ -908,10 +911,7 @@ def raise_if_any_rank_failed(error, context):
 def raise_if_ranks_differ(value, what, fix=""):
     """Raise on every rank where the ranks' `value`s (each rank's description of `what` it built alone) are not all
     equal; `fix` says what to do. Collective under torchrun: every rank calls it; without a process group a no-op"""
-    if not (dist.is_available() and dist.is_initialized()):
-        return
-    values = [None] * dist.get_world_size()
-    dist.all_gather_object(values, value)
+    values = gather_from_ranks(value)
     other = next((rank for rank, found in enumerate(values) if found != values[0]), None)
     if other is not None:
         raise RuntimeError(f"{what} differs between the ranks: rank 0 has {values[0]}, rank {other} has "

@@ -15,10 +15,10 @@ import os, sys, time, resource, functools
 from dataclasses import dataclass, asdict
 from typing import Any, Callable, Iterator
 import torch
-import torch.distributed as dist
 from torch.profiler import record_function
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
-                             parse_config, asdict_config, get_wandb, in_notebook, check_model_tag)
+                             parse_config, asdict_config, get_wandb, in_notebook, check_model_tag,
+                             gather_from_ranks)
 
 # %% ../../nbs/24_base_train.ipynb #76100585
 @dataclass
@@ -454,9 +454,7 @@ def save(run):
     from nanochat.checkpoint_manager import save_checkpoint, meta_model_config
     st, cfg = run.state, run.cfg
     loop_state = {k: v for k, v in asdict(st).items() if k not in ("step", "val_bpb")}
-    states = [run.consumed_state] * run.world_size  # each rank's exact data position
-    if run.ddp:
-        dist.all_gather_object(states, run.consumed_state)
+    states = gather_from_ranks(run.consumed_state)  # each rank's exact data position
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": meta_model_config(run.orig_model.config),
             "user_config": asdict_config(cfg), "device_batch_size": cfg.device_batch_size,
             "max_seq_len": cfg.max_seq_len, "total_batch_size": cfg.total_batch_size,

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
                              parse_config, asdict_config, get_wandb, in_notebook, check_model_tag,
-                             raise_if_ranks_differ)
+                             raise_if_ranks_differ, gather_from_ranks)
 from .base_train import (LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon,
                                          check_positive_or_unset, check_positive, check_periods,
                                          flag_values)
@@ -354,9 +354,7 @@ def save(run):
     "Checkpoint the model, the optimizers (per rank) and what an exact resume needs; collective: all ranks call it"
     from nanochat.checkpoint_manager import save_checkpoint, meta_model_config
     st, cfg = run.state, run.cfg
-    states = [run.consumed_state] * run.world_size  # each rank's exact data position
-    if run.ddp:
-        dist.all_gather_object(states, run.consumed_state)
+    states = gather_from_ranks(run.consumed_state)  # each rank's exact data position
     loop_state = {k: v for k, v in asdict(st).items() if k not in ("step", "val_bpb")}
     meta = {"step": st.step, "val_bpb": st.val_bpb, "model_config": meta_model_config(run.orig_model.config),
             "user_config": asdict_config(cfg), "tokenizer": run.tokenizer_spec,
