@@ -19,7 +19,7 @@ from ..common import (StageRun, compute_cleanup, print0, autocast_ctx, get_peak_
 from ..engine import rows_per_prompt
 from .base_train import (due, check_horizon, check_positive_or_unset, check_at_least, check_positive,
                                          check_periods, flag_values)
-from .mid_train import setup_chat_optimizers, CHAT_OPTIMIZER_FLAGS
+from .mid_train import setup_chat_optimizers, CHAT_OPTIMIZER_FLAGS, load_tasks
 
 # %% ../../nbs/29_chat_rl.ipynb #6be30a86
 def group_advantages(rewards):
@@ -232,8 +232,8 @@ def setup(cfg, train_task=None, val_task=None):
     run = RLRun(cfg=cfg)
     run.init_compute()
     if train_task is None or val_task is None:
-        from nanochat.tasks import get_task
-        train_task, val_task = get_task(cfg.task, "train"), get_task(cfg.task, "test")
+        # every rank stops where one cannot read the task's files
+        train_task, val_task = load_tasks([(cfg.task, "train", {}), (cfg.task, "test", {})], f"--task={cfg.task}")
     run.train_task, run.val_task = train_task, val_task
     # each rank read its own node's files (a spelling task's word list): other files, other questions
     raise_if_ranks_differ({"rows": (len(train_task), len(val_task)), **task_facts(cfg.task)}, f"--task={cfg.task}",
