@@ -342,7 +342,8 @@ class LeanDecoder:
                 return pack_weight(w, layout, threads, copy)
             width = column_width(*w.shape)
             if layout == 'kn' and threads == 1 and self.column_blocks is not False and width:
-                if self.column_blocks or column_blocks_pay(*w.shape):
+                # forced F.linear (linear_rows = True) is not overruled by this probe
+                if self.column_blocks or not self.linear_rows and column_blocks_pay(*w.shape):
                     return ColumnBlocks(w, width)
             # F.linear is not asked about for one thread's batch-1 copy: MKL's best layout there
             probe = self.linear_rows is None and (layout == 'nk' or threads > 1)
