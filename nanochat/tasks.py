@@ -5,16 +5,16 @@
 # %% auto #0
 __all__ = ['SOURCES', 'SOURCE_KEYS', 'GSM_RE', 'IDENTITY_FILE', 'WORD_LIST_URL', 'LETTERS', 'TEST_SEED_OFFSET',
            'SPELLING_TEMPLATES', 'ARITH_NAMES', 'ARITH_ITEMS', 'ARITH_TEMPLATES', 'WORD_TASKS', 'SYNTHETIC_TASKS',
-           'TASK_NAMES', 'HF_ENDPOINT', 'Task', 'TaskSequence', 'TaskMixture', 'render_mc', 'TaskDataMissing',
-           'task_data_dir', 'hf_data_path', 'find_hf_file', 'hf_shuffle_permutation', 'parse_json_line', 'JsonlRows',
-           'ParquetRows', 'open_rows', 'row_problem', 'source_name', 'missing_message', 'HFTask', 'extract_answer',
-           'gsm8k_parts', 'GSM8K', 'file_lock', 'update_manifest', 'read_rows_file', 'check_rows', 'arc_row_from_core',
-           'place_task_file', 'ARC', 'MMLU', 'extract_imports', 'extract_program', 'HumanEval', 'check_messages',
-           'SmolTalk', 'CustomJSON', 'copy_messages', 'identity_file', 'read_word_list', 'words_from_texts',
-           'build_local_word_list', 'resolve_word_list', 'get_word_list', 'spelling_rng', 'SpellingBee',
-           'SimpleSpelling', 'arithmetic_problem', 'arithmetic_split', 'SyntheticArithmetic', 'task_splits',
-           'task_missing_reason', 'task_available', 'get_task', 'hf_endpoint', 'fetch_file', 'place_hint',
-           'hf_parquet_urls', 'download_hf_split', 'download_word_list', 'main']
+           'TASK_NAMES', 'SAME_TASK_FILES', 'HF_ENDPOINT', 'Task', 'TaskSequence', 'TaskMixture', 'render_mc',
+           'TaskDataMissing', 'task_data_dir', 'hf_data_path', 'find_hf_file', 'hf_shuffle_permutation',
+           'parse_json_line', 'JsonlRows', 'ParquetRows', 'open_rows', 'row_problem', 'source_name', 'missing_message',
+           'HFTask', 'extract_answer', 'gsm8k_parts', 'GSM8K', 'file_lock', 'update_manifest', 'read_rows_file',
+           'check_rows', 'arc_row_from_core', 'place_task_file', 'ARC', 'MMLU', 'extract_imports', 'extract_program',
+           'HumanEval', 'check_messages', 'SmolTalk', 'CustomJSON', 'copy_messages', 'identity_file', 'read_word_list',
+           'words_from_texts', 'build_local_word_list', 'resolve_word_list', 'get_word_list', 'spelling_rng',
+           'SpellingBee', 'SimpleSpelling', 'arithmetic_problem', 'arithmetic_split', 'SyntheticArithmetic',
+           'task_splits', 'task_missing_reason', 'task_available', 'get_task', 'hf_endpoint', 'fetch_file',
+           'place_hint', 'hf_parquet_urls', 'download_hf_split', 'download_word_list', 'main']
 
 # %% ../nbs/13_tasks.ipynb #3d10274d
 import os, re, sys, json, math, time, gzip, random, shutil, fcntl, hashlib, argparse, zlib, weakref
@@ -864,6 +864,9 @@ def task_missing_reason(name, split):
 
 def task_available(name, split):
     return task_missing_reason(name, split) is None
+
+# under torchrun each rank reads its own node's task files: what to do where the ranks found different ones
+SAME_TASK_FILES = "every node needs the same task files (`python -m nanochat.tasks status` lists them)"
 
 def get_task(name, split, **kwargs):
     "The task registered as `name` (see TASK_NAMES) for `split`; kwargs go to its constructor (size, start, stop, ...)"

@@ -228,6 +228,7 @@ def setup(cfg, train_task=None, val_task=None):
     "Device, tasks, model, engine, optimizers, horizon and loop state for a run of `cfg`"
     from nanochat.engine import Engine
     from nanochat.checkpoint_manager import tokenizer_spec
+    from nanochat.tasks import SAME_TASK_FILES
     check_config(cfg, int(os.environ.get("WORLD_SIZE", 1)))  # fail before any work
     run = RLRun(cfg=cfg)
     run.init_compute()
@@ -237,7 +238,7 @@ def setup(cfg, train_task=None, val_task=None):
     run.train_task, run.val_task = train_task, val_task
     # each rank read its own node's files (a spelling task's word list): other files, other questions
     raise_if_ranks_differ({"rows": (len(train_task), len(val_task)), **task_facts(cfg.task)}, f"--task={cfg.task}",
-                          "every node needs the same task files (`python -m nanochat.tasks status` lists them)")
+                          SAME_TASK_FILES)
     if not callable(getattr(train_task, "reward", None)):  # else the first rollout fails, after the model loads
         raise ValueError(f"--task={cfg.task}: {type(train_task).__name__} has no reward to learn from; use GSM8K, "
                          f"GSM8K-socratic, SpellingBee or SyntheticArithmetic")

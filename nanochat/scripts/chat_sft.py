@@ -15,7 +15,8 @@ from typing import Any, Callable, ClassVar, Iterator
 import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, autocast_ctx, get_peak_flops, get_mfu,
-                             parse_config, asdict_config, get_wandb, in_notebook, round_up, check_model_tag)
+                             parse_config, asdict_config, get_wandb, in_notebook, round_up, check_model_tag,
+                             raise_if_ranks_differ)
 from .base_train import (peak_memory_mb, due, check_positive_or_unset, check_at_least, check_positive,
                                          check_periods, flag_values)
 from .mid_train import (STAND_INS, parse_mixture, build_mixture, load_source_model, setup_chat_optimizers,
@@ -109,10 +110,13 @@ def build_sft_mixture(spec, split):
     return build_mixture(spec, split, mixture=SFT_MIXTURE, stand_ins=SFT_STAND_INS, label="SFT")
 
 def metric_tasks():
-    "nanochat's metric tasks whose data is here, else the synthetic ones"
+    """nanochat's metric tasks whose data is here, else the synthetic ones. Collective under torchrun: each rank looks
+    at its own node's files, and where they found other tasks every rank raises (else each waits at the other's)"""
     from nanochat.scripts.chat_eval import EVAL_TASKS
-    from nanochat.tasks import task_available
-    return [t for t in METRIC_TASKS if task_available(*EVAL_TASKS[t][:2])] or list(METRIC_STAND_INS)
+    from nanochat.tasks import task_available, SAME_TASK_FILES
+    tasks = [t for t in METRIC_TASKS if task_available(*EVAL_TASKS[t][:2])] or list(METRIC_STAND_INS)
+    raise_if_ranks_differ(tasks, "SFT's choice of metric tasks", SAME_TASK_FILES)
+    return tasks
 
 # %% ../../nbs/28_chat_sft.ipynb #05876c06
 def get_sft_grad_accum_steps(target_examples_per_step, device_batch_size, world_size=1):

@@ -105,7 +105,8 @@ def load_tasks(entries, context):
 def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="Midtraining"):
     """The `TaskMixture` of `--mixture` ('default' or names) for split 'train'|'val'; prints each task and its rows,
     and keeps them as the mixture's `composition`"""
-    from nanochat.tasks import TaskMixture, task_available, resolve_word_list, IDENTITY_FILE, WORD_TASKS
+    from nanochat.tasks import (TaskMixture, task_available, resolve_word_list, IDENTITY_FILE, WORD_TASKS,
+                                SAME_TASK_FILES)
     if spec == "default":
         entries = [e for e in mixture[split] if task_available(e[0], e[1])]
         missing = sorted({f"{name} {s}" for name, s, _ in mixture[split] if not task_available(name, s)})
@@ -131,8 +132,7 @@ def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="
            ", ".join(f"{key}: {n:,}" + (f" x{k}" if k > 1 else "") for key, (k, n) in counts.items()))
     mix.composition = {key: k * n for key, (k, n) in counts.items()}  # rows of each: a resume compares them
     # each rank read its own node's task files: other files there would mean other data, and other step counts
-    raise_if_ranks_differ(mix.composition, f"the {label.lower()} {split} mixture",
-                          "every node needs the same task files (`python -m nanochat.tasks status` lists them)")
+    raise_if_ranks_differ(mix.composition, f"the {label.lower()} {split} mixture", SAME_TASK_FILES)
     if len(mix) == 0:  # after the comparison: the ranks agree on it
         raise ValueError(f"--mixture={spec}: the {split} mixture has no rows")
     return mix
