@@ -11,7 +11,7 @@ __all__ = ['CHECKPOINT_DIRS', 'save_checkpoint', 'load_checkpoint', 'find_larges
 import os, re, json, pickle, time, zipfile, dataclasses
 import torch
 import torch.distributed as dist
-from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag, raise_if_any_rank_failed
+from .common import get_base_dir, atomic_write, get_compute_dtype, logger, check_model_tag, call_collectively
 
 # %% ../nbs/07_checkpoint.ipynb #4f6de2fc
 def _torch_save_atomic(obj, path):
@@ -155,16 +155,12 @@ def load_resume_checkpoint(checkpoint_dir, step, device, rank=0, stage="training
     of each task of a mixture) differ: its data position is in other data; or whose `optimizer_flags` differ: its
     optimizer state would overrule them. Collective under torchrun (every rank calls it): a step that one rank
     refuses is refused on every rank"""
-    try:
-        loaded = _load_resume_step(checkpoint_dir, step, device, rank, stage, load_model, model_config, world_size,
-                                   data_flags, optimizer_flags, data_facts)
-        refusal = None
-    except (FileNotFoundError, ValueError, RuntimeError) as e:  # the refusals above, and a corrupt file's error
-        loaded, refusal = None, e
-    # each rank read its own files: a rank that refused alone would stop while the others waited at their next
-    # collective (00_common)
-    raise_if_any_rank_failed(refusal, f"--resume-from-step={step}")
-    return loaded
+    # each rank reads its own files: a rank that refused alone would stop while the others waited at their next
+    # collective (00_common). The refusals above, and a corrupt file's error:
+    return call_collectively(lambda: _load_resume_step(checkpoint_dir, step, device, rank, stage, load_model,
+                                                       model_config, world_size, data_flags, optimizer_flags,
+                                                       data_facts),
+                             f"--resume-from-step={step}", (FileNotFoundError, ValueError, RuntimeError))
 
 def _changed_facts(facts, meta):
     "'<key>: <saved> there, <now> now' for each of `facts` ({meta key: value}) that differs from what the meta recorded"

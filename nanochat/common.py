@@ -15,7 +15,7 @@ __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY
            'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
            'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
            'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed',
-           'raise_if_ranks_differ', 'run_torchrun']
+           'call_collectively', 'raise_if_ranks_differ', 'run_torchrun']
 
 # %% ../nbs/00_common.ipynb #a949da27
 import os, re, sys, math, time, ctypes, socket, logging, argparse, tempfile, functools, importlib, contextlib
@@ -906,6 +906,16 @@ def raise_if_any_rank_failed(error, context):
         raise RuntimeError(f"{context}: rank {first} failed, so every rank stops. Rank {first}: {errors[first]}")
     if error is not None:
         raise error
+
+def call_collectively(fn, context, errors=(Exception,)):
+    """`fn()`'s value on this rank. Collective under torchrun: where `fn` raised one of `errors` on any rank, every
+    rank raises (`raise_if_any_rank_failed`)"""
+    try:
+        value, error = fn(), None
+    except errors as e:
+        value, error = None, e
+    raise_if_any_rank_failed(error, context)
+    return value
 
 # %% ../nbs/00_common.ipynb #787078ae
 def raise_if_ranks_differ(value, what, fix=""):

@@ -12,7 +12,7 @@ import sys, math, time
 from dataclasses import dataclass
 import torch
 from ..common import (compute_init, compute_cleanup, print0, get_dist_info, autocast_ctx, parse_config,
-                             asdict_config, in_notebook, forward_mfu, all_reduce_sum, raise_if_any_rank_failed,
+                             asdict_config, in_notebook, forward_mfu, all_reduce_sum, call_collectively,
                              raise_if_ranks_differ)
 from ..tasks import get_task, task_missing_reason, resolve_word_list, TaskDataMissing, WORD_TASKS, SAME_TASK_FILES
 from ..engine import rows_per_prompt
@@ -234,13 +234,9 @@ def main(argv=None):
     cfg = parse_config(ChatEvalConfig, expand_short_flags(sys.argv[1:] if argv is None else argv))
     ddp, rank, local_rank, world_size, device = compute_init(cfg.device_type)
     # each rank looks at its own node's files; ranks running different tasks would wait at each other's collectives
-    (task_names, skipped), error = ([], {}), None
-    try:
-        task_names, skipped = select_tasks(cfg.task_name)
-    except (FileNotFoundError, ValueError) as e:  # a task without its data (the message names the download) or unknown
-        error = e
-    try:
-        raise_if_any_rank_failed(error, "chat_eval's tasks")
+    try:  # a task without its data (the message names the download) or unknown
+        task_names, skipped = call_collectively(lambda: select_tasks(cfg.task_name), "chat_eval's tasks",
+                                                (FileNotFoundError, ValueError))
         words = resolve_word_list()[1] if set(task_names) & set(WORD_TASKS) else None  # SpellingBee's questions
         raise_if_ranks_differ({"tasks": task_names, "word list": words}, "chat_eval's choice of tasks", SAME_TASK_FILES)
     except (FileNotFoundError, ValueError, RuntimeError) as e:

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from ..common import (StageRun, compute_cleanup, print0, get_base_dir, get_peak_flops, get_mfu, autocast_ctx,
                              parse_config, asdict_config, get_wandb, in_notebook, check_model_tag,
-                             raise_if_ranks_differ, raise_if_any_rank_failed, gather_from_ranks)
+                             raise_if_ranks_differ, call_collectively, gather_from_ranks)
 from .base_train import (LoopState, get_grad_accum_steps, peak_memory_mb, due, check_horizon,
                                          check_positive_or_unset, check_positive, check_periods,
                                          flag_values)
@@ -94,13 +94,8 @@ def load_tasks(entries, context):
     """`get_task` of each `(name, split, kwargs)`. Collective under torchrun: where a task cannot be read on one rank
     (its node lacks the files), every rank raises, naming it (`context` says what was being built)"""
     from nanochat.tasks import get_task
-    tasks, error = [], None
-    try:
-        tasks = [get_task(name, split, **kwargs) for name, split, kwargs in entries]
-    except Exception as e:  # raised on this rank alone, it would leave the others waiting at their next collective
-        error = e
-    raise_if_any_rank_failed(error, context)
-    return tasks
+    # raised on this rank alone, an error would leave the others waiting at their next collective
+    return call_collectively(lambda: [get_task(name, split, **kwargs) for name, split, kwargs in entries], context)
 
 def build_mixture(spec, split, mixture=MID_MIXTURE, stand_ins=STAND_INS, label="Midtraining"):
     """The `TaskMixture` of `--mixture` ('default' or names) for split 'train'|'val'; prints each task and its rows,
