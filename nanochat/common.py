@@ -4,14 +4,14 @@
 
 # %% auto #0
 __all__ = ['logger', 'PROBE_MAX_ROWS', 'ONEDNN_MIN_MACS', 'ONEDNN_CACHE_CAPACITY', 'ONEDNN_CACHE_CAPACITY_VARYING',
-           'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp', 'in_notebook',
-           'print0', 'get_base_dir', 'temp_beside', 'atomic_write', 'best_seconds', 'onednn_available', 'onednn_linear',
-           'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear', 'onednn_linear_post',
-           'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library', 'uses_onednn',
-           'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
+           'MALLOC_TUNABLES', 'SHAPE_BUCKET', 'ColoredFormatter', 'setup_default_logging', 'get_dist_info', 'is_ddp',
+           'in_notebook', 'print0', 'get_base_dir', 'temp_beside', 'atomic_write', 'best_seconds', 'onednn_available',
+           'onednn_linear', 'onednn_linear_op', 'weight_grad_onednn', 'weight_grad', 'OnednnLinear',
+           'onednn_linear_post', 'onednn_linear_post_op', 'cpu_matmul_backend', 'linear_library', 'weight_grad_library',
+           'uses_onednn', 'linear', 'weight_grad_uses_onednn', 'register_shape_probe', 'cpu_matmul_choices',
            'restore_cpu_matmul_choices', 'cap_onednn_caches', 'cpu_bf16_matmul_is_fast', 'autodetect_device_type',
            'parse_dtype', 'dtype_name', 'apply_dtype_flag', 'forced_dtype', 'get_compute_dtype', 'get_orth_dtype',
-           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'compute_init', 'gather_from_ranks',
+           'autocast_ctx', 'keep_freed_memory', 'freed_memory_kept', 'malloc_env', 'compute_init', 'gather_from_ranks',
            'compute_cleanup', 'round_up', 'StageRun', 'str2bool', 'config_parser', 'exit_if_dry_run', 'parse_config',
            'check_model_tag', 'asdict_config', 'DummyWandb', 'get_wandb', 'measure_matmul_flops', 'get_peak_flops',
            'get_mfu', 'forward_mfu', 'ddp_allreduce_check', 'all_reduce_sum', 'raise_if_any_rank_failed',
@@ -583,6 +583,18 @@ def freed_memory_kept():
     "Whether `keep_freed_memory()` is in effect in this process"
     return _freed_memory_kept
 
+
+# %% ../nbs/00_common.ipynb #c3696fe2
+MALLOC_TUNABLES = "glibc.malloc.tcache_count=0" # glibc's per-thread cache of freed small blocks: off
+
+def malloc_env(env=None):
+    """A copy of `env` (default `os.environ`) to start a process with: `MALLOC_TUNABLES` added to its `GLIBC_TUNABLES`
+    (glibc reads them when a process starts). A tcache setting already there is left as it is"""
+    env = dict(os.environ if env is None else env)
+    tunables = env.get('GLIBC_TUNABLES', '')
+    if 'glibc.malloc.tcache_count' not in tunables:
+        env['GLIBC_TUNABLES'] = f"{tunables}:{MALLOC_TUNABLES}" if tunables else MALLOC_TUNABLES
+    return env
 
 # %% ../nbs/00_common.ipynb #84a22d74
 def compute_init(device_type=''):

@@ -10,7 +10,7 @@ __all__ = ['SCALES', 'PipelineConfig', 'Stage', 'pipeline_stages', 'pipeline_dir
 # %% ../../nbs/39_pipeline.ipynb #79f79f61
 import os, sys, json, time, shlex, shutil, datetime, subprocess
 from dataclasses import dataclass, field
-from ..common import get_base_dir, atomic_write, parse_config, in_notebook
+from ..common import get_base_dir, atomic_write, parse_config, in_notebook, malloc_env
 from ..dataset import get_data_dir
 
 # %% ../../nbs/39_pipeline.ipynb #5b60ffb0
@@ -190,7 +190,8 @@ def run_stage(index, stage, echo=True):
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     # every stage reads the corpus the `data` stage built, even where <base>/base_data holds FineWeb shards (which
     # get_data_dir would prefer); a NANOCHAT_DATA_DIR set by the user is where the data stage built it
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NANOCHAT_DATA_DIR": get_data_dir("local")}
+    # and starts with glibc's per-thread cache of small blocks off: a training step's heap stays smaller (common)
+    env = malloc_env({**os.environ, "PYTHONUNBUFFERED": "1", "NANOCHAT_DATA_DIR": get_data_dir("local")})
     t0 = time.time()
     with open(log_path, "w") as log:
         proc, peak_mb = start_stage(stage, env)
