@@ -15,8 +15,8 @@ of --repeats, the methods interleaved:
 - decode tokens/s (all rows, after the first token) at batch 1 and 8 for
     engine     nanochat.engine.Engine.generate (eager; on the CPU its decode steps are LeanDecoder's, see 12_engine;
                at batch 1 on one thread, some products as column blocks summed by embedding_bag, elsewhere some as
-               F.linear where a probe finds that faster, and above batch 1 some over an (in, out) copy or in
-               MKL's packed layout where a probe finds that faster, compiled too: the run prints which)
+               F.linear where a probe finds that faster, and above batch 1 some over an (in, out) copy where a
+               probe finds that faster, compiled too: the run prints which)
     compiled   Engine(compile=True): the same lean step, compiled (torch.compile, the cache length and a batch above 1
                the only symbols: one graph for batch 1 and one for larger batches, compiled before timing for the
                row's thread count; the compile time is printed)
@@ -52,8 +52,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from nanochat.engine import (Engine, KVCache, RowState, _batch_copy_shapes, _column_blocks_shapes, _linear_rows_shapes,
-                             _mkl_packed_shapes)
+from nanochat.engine import Engine, KVCache, RowState, _batch_copy_shapes, _column_blocks_shapes, _linear_rows_shapes
 from nanochat.tokenizer import SPECIAL_TOKENS
 import bench_gpt  # bench/ is on sys.path when a bench script runs
 from bench_train import cpu_report, check_inductor_cache, nanochat_linear
@@ -250,11 +249,6 @@ def main():
             if batch > 1 and copies:  # asked above batch 1, by the eager and the compiled step alike
                 rows_said += ("; products over an (in, out) copy (12_engine's probe): "
                               + (", ".join(f"{o}x{i}" for (o, i), v in copies.items() if v) or "none"))
-            packed = {(o, i): v for (o, i, b, t), v in _mkl_packed_shapes.items()
-                      if b == batch and t == threads and c.n_embd in (o, i)}
-            if packed:  # asked above batch 1 where PyTorch has MKL, eagerly and compiled, before the two above
-                rows_said += ("; products in MKL's packed layout (12_engine's probe, taken before the two above): "
-                              + (", ".join(f"{o}x{i}" for (o, i), v in packed.items() if v) or "none"))
             print(f"batch {batch}, {threads} thread(s): compiled the decode step in {compile_s:.0f} s; temperature 0: "
                   + ", ".join(f"{name} tokens {'identical to' if ok else 'DIFFER from'} the reference loop's"
                               for name, ok in same.items()) + rows_said)

@@ -6,9 +6,8 @@
 __all__ = ['CALC_MAX_CHARS', 'CALC_MAX_BITS', 'CALC_TIME_LIMIT', 'KVCache', 'lean_step', 'ColumnBlocks', 'column_width',
            'probe_copies', 'time_packings', 'plain_product', 'time_column_blocks', 'faster_than_plain',
            'column_blocks_pay', 'input_slices', 'pack_weight', 'LinearRows', 'batch_copy_pays', 'linear_rows_pay',
-           'mkl_packing_available', 'mkl_linear_op', 'MKLPacked', 'mkl_packed_pays', 'LeanDecoder', 'sample_next_token',
-           'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView', 'decode_step', 'cache_capacity',
-           'mark_symbols', 'compiled']
+           'LeanDecoder', 'sample_next_token', 'use_calculator', 'RowState', 'Engine', 'rows_per_prompt', 'KVCacheView',
+           'decode_step', 'cache_capacity', 'mark_symbols', 'compiled']
 
 # %% ../nbs/12_engine.ipynb #a65a5341
 import ast, functools, time, operator
@@ -91,7 +90,7 @@ def ensure_room(self: KVCache, num_tokens, max_len=None):
 # %% ../nbs/12_engine.ipynb #b9b67119
 def _matmul(x, w, layout):
     "x (B, in) times a packed weight: (B, out)"
-    if isinstance(w, (ColumnBlocks, LinearRows, MKLPacked)): # where a probe found them faster: see _pack
+    if isinstance(w, (ColumnBlocks, LinearRows)): # where a probe found them faster: see _pack
         return w(x)
     if w.dim() == 3: # w is (pieces, in / pieces, out): one block of w's rows per thread
         xs = x.reshape(x.size(0), w.size(0), -1).transpose(0, 1) # (pieces, B, in / pieces): each block's inputs
@@ -304,67 +303,16 @@ def linear_rows_pay(out, in_features, layout, threads, ratio=1.05):
     timings = lambda: time_packings(out, in_features, [plain_product(layout, threads, copy), LinearRows], batch)
     return faster_than_plain(_linear_rows_shapes, (out, in_features, batch, threads), timings, ratio)
 
-def mkl_packing_available():
-    "Whether this PyTorch has MKL's packed fp32 products (x86 builds; not ARM or macOS builds, which lack MKL)"
-    return torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, '_mkl_reorder_linear_weight')
-
-@torch.library.custom_op("nanochat::mkl_linear", mutates_args=())
-def mkl_linear_op(x: torch.Tensor, packed: torch.Tensor, w: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
-    """MKL's packed product as an operator of our own: a compiled graph calls it whole (inductor's lowering of MKL's
-    wants a frozen weight). `batch`, the rows `packed` is laid out for, is a tensor: as an int it would be a constant
-    of the graph, and a batch of another size would compile again"""
-    return torch.ops.mkl._mkl_linear(x, packed, w, None, batch.item())
-
-@mkl_linear_op.register_fake
-def _(x, packed, w, batch):
-    return x.new_empty(x.shape[:-1] + (w.size(0),))
-
-class MKLPacked:
-    """A weight (out, in) in MKL's own blocked layout for products of `batch` rows (`cblas_sgemm_pack`: what inductor
-    does to a frozen model's fp32 linear layers); another number of rows gets `F.linear` over the weight itself"""
-    def __init__(self, w, batch):
-        self.w = w.detach()
-        self.pack(batch)
-
-    def pack(self, batch):
-        "Lay the weight out again for `batch` rows (a batch that lost its ended rows, `LeanDecoder.step`)"
-        self.batch = batch
-        self.rows = torch.tensor(batch) # the same, as data for the compiled graph (see mkl_linear_op)
-        self.packed = None # the old layout goes first: one in memory at a time
-        # a copy in MKL's layout, held by an opaque tensor: never copy it through PyTorch (a clone is not a packed
-        # weight: torch.library.opcheck's clone of one crashed the process with SIGFPE inside MKL)
-        self.packed = torch.ops.mkl._mkl_reorder_linear_weight(self.w, batch)
-
-    def __call__(self, x):
-        "x (B, in) times the weight: (B, out)"
-        if torch.compiler.is_compiling(): # one call in the graph; eagerly, MKL's operator without the wrapper's cost
-            return mkl_linear_op(x, self.packed, self.w, self.rows)
-        return torch.ops.mkl._mkl_linear(x, self.packed, self.w, None, self.batch)
-
-_mkl_packed_shapes = {} # (out, in, batch, threads) -> whether MKL's packed product ran faster than the plain packing
-register_shape_probe('mkl_packed', _mkl_packed_shapes, 4, (True, False)) # kept by a checkpoint, as above
-
-def mkl_packed_pays(out, in_features, batch, threads, ratio=1.05):
-    """Whether MKL's packed product of `batch` rows (`MKLPacked`) ran `ratio` x faster than the plain packing above
-    batch 1 (the copy where `batch_copy_pays` found it faster) for a weight (out, in), on `threads` threads (the
-    process's now): timed at that batch, once per process"""
-    copy = batch_copy_pays(out, in_features, threads)
-    packings = [plain_product('nk', threads, copy), lambda w: MKLPacked(w, batch)]
-    timings = lambda: time_packings(out, in_features, packings, batch)
-    return faster_than_plain(_mkl_packed_shapes, (out, in_features, batch, threads), timings, ratio)
-
-
 # %% ../nbs/12_engine.ipynb #b9b6711e
 class LeanDecoder:
     "Single-token decode steps for a GPT on the CPU: model.forward's arithmetic in fewer, bigger operators"
     def __init__(self, model, compile=False):
         self.model = model
         self.compile = compile # run lean_step compiled (see "Compiled decoding")
-        self.packed = None # (layout, (threads, batched, mkl_rows, versions, forced), wte, layers, lm_head): one
+        self.packed = None # (layout, (threads, batched, versions, forced), wte, layers, lm_head): one at a time
         self.column_blocks = None # batch 1, one thread: ColumnBlocks where the probe finds them faster (None), or not
         self.linear_rows = None # eagerly: LinearRows where the probe finds F.linear faster (None), always, or never
         self.batch_copy = None # above batch 1: (in, out) copies where the probe finds them faster (None), always, never
-        self.mkl_packed = None # above batch 1: MKL's packed products where the probe finds them faster (None), ...
 
     @torch.no_grad()
     def weights(self, batch_size):
@@ -376,25 +324,17 @@ class LeanDecoder:
         batched = batch_size > 1 # 'nk' serves both a compiled batch 1 and every larger batch: not the same packing
         # in-place updates bump _version (a model built under inference_mode has none: it is packed once)
         versions = [(p.data_ptr(), None if p.is_inference() else p._version) for p in self.model.parameters()]
-        # MKL packs a weight for one number of rows: a batch of another size packs again (where MKL is there to ask)
-        mkl_rows = batch_size if batched and self.mkl_packed is not False and mkl_packing_available() else None
-        # a choice set after packing packs again
-        forced = (self.column_blocks, self.linear_rows, self.batch_copy, self.mkl_packed)
-        key = (threads, batched, mkl_rows, versions, forced)
+        forced = (self.column_blocks, self.linear_rows, self.batch_copy) # a choice set after packing packs again
+        key = (threads, batched, versions, forced)
         if self.packed is None or self.packed[:2] != (layout, key):
             self.packed = None # the old packing goes before the new one is made: one in memory at a time
-            self.packed = (layout, key) + self._pack(layout, threads, batched, mkl_rows)
+            self.packed = (layout, key) + self._pack(layout, threads, batched)
         return self.packed
 
-    def _pack(self, layout, threads=1, batched=False, mkl_rows=None):
+    def _pack(self, layout, threads=1, batched=False):
         "Per layer: c_q, c_k, c_v stacked; c_proj; ve_gate; c_fc; the MLP's c_proj. And lm_head cut to the vocabulary"
         def pack(*weights):
             w = torch.cat(weights) if len(weights) > 1 else weights[0] # (out, in)
-            # above batch 1, MKL's packed product where its probe finds it faster, eagerly and compiled; a forced
-            # F.linear or copy (linear_rows, batch_copy = True) is not overruled by this probe
-            if mkl_rows and (self.mkl_packed or not (self.linear_rows or self.batch_copy)
-                             and mkl_packed_pays(*w.shape, mkl_rows, torch.get_num_threads())):
-                return MKLPacked(w, mkl_rows)
             # above batch 1, the copy where the probe finds it faster: compiled too (its graph calls the same products)
             copy = batched and self.batch_copy is not False and (
                 self.batch_copy or batch_copy_pays(*w.shape, torch.get_num_threads()))
@@ -435,9 +375,6 @@ class LeanDecoder:
         if pos >= m.cos.size(1):
             raise ValueError(f"position {pos} is beyond the rotary embeddings cache ({m.cos.size(1)} positions)")
         kv_cache.ensure_room(1) # a full cache is refused before the views below would silently come out short
-        for w in [lm_head] + [w for layer in layers for w in layer.values()]: # MKL's layouts are for one batch size:
-            if isinstance(w, MKLPacked) and w.batch != ids.size(0): # rows left the batch (generate_many), or it grew
-                w.pack(ids.size(0))
         cos_sin = m.cos[:, pos:pos + 1], m.sin[:, pos:pos + 1] # (1, 1, 1, D/2)
         if pad is not None: # each row at its own position: the padding before its prompt does not count
             at = pos - pad # (B,)
