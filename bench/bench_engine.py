@@ -28,7 +28,8 @@ of --repeats, the methods interleaved:
                a sum, on the row's threads. At batch 1 a decode step streams all of them for one token, so this is
                the memory floor of an fp32 step on this machine, measured in the same run: a step cannot be faster
                than reading its weights (unless they stay in the CPU's cache, where the floor is the cache's rate)
-  and each method's speed-up over the reference (CPU rates) and its share of the weights row's rate;
+  and each method's speed-up over the reference (CPU rates): best against best, and the median (with the range) of
+  the rounds' ratios, each round timing the methods one after the other; and its share of the weights row's rate;
 - that the engine and the compiled engine give exactly the reference loop's tokens at temperature 0;
 - prefill tokens/s (a 256-token prompt into a batch-1 cache) and time to first token (16- and 256-token prompts)
 - KV cache bytes per token and row.
@@ -47,6 +48,7 @@ batch 8 the matmuls are wide enough to share (d4: ~1,350 -> ~2,000 tokens/s).
 """
 import argparse
 import os
+import statistics
 import time
 
 import torch
@@ -157,15 +159,24 @@ def time_stream(stream):
     return n, first, (time.perf_counter() - t1, time.process_time() - c1)
 
 
-def best_decode(methods, batch, repeats):
-    "Per method: best decode rates (tokens/s, all rows, after the first token) and TTFT; repeats are interleaved"
+def best_decode(methods, batch, repeats, rounds=None):
+    """Per method: best decode rates (tokens/s, all rows, after the first token) and TTFT; repeats are interleaved.
+    `rounds` (a dict), if given, gets each method's CPU rate in every round, in order (for the paired ratios)"""
     runs = {name: [] for name in methods}
     for r in range(repeats):  # engine, reference, ... then again: slow phases of a shared machine hit all methods
         for name, (make_stream, max_repeats) in methods.items():
             if r >= max_repeats: continue
             n, first, rest = time_stream(make_stream())
             runs[name].append(((n - 1) * batch / rest[0], (n - 1) * batch / max(rest[1], 1e-9), first[0]))
+    if rounds is not None:
+        rounds.update({name: [c for _, c, _ in v] for name, v in runs.items()})
     return {name: (max(w for w, _, _ in v), max(c for _, c, _ in v), min(t for _, _, t in v)) for name, v in runs.items()}
+
+
+def paired_ratios(rounds, name, base='reference'):
+    "`name`'s CPU rate over `base`'s in each round, the two timed one after the other: (median, lowest, highest)"
+    ratios = sorted(a / b for a, b in zip(rounds[name], rounds[base]))
+    return statistics.median(ratios), ratios[0], ratios[-1]
 
 
 @torch.inference_mode()
@@ -261,27 +272,32 @@ def main():
             if not args.no_naive:  # slow (quadratic): one run
                 methods['naive'] = ((lambda: model.generate(prompt, args.new_tokens, args.temperature, top_k)) if batch == 1
                                     else (lambda: naive_batched(model, prompt, batch, args.new_tokens, args.temperature, top_k)), 1)
-            rows = best_decode(methods, batch, args.repeats)
+            rounds = {}
+            rows = best_decode(methods, batch, args.repeats, rounds)
             for name, (wall, cpu, ttft) in rows.items():
                 speedup = '' if name in ('reference', 'weights') else f"{cpu / rows['reference'][1]:.2f}x"
                 floor = '' if name == 'weights' else f"{100 * cpu / rows['weights'][1]:.0f}%"
                 print(f"{batch:>5} {torch.get_num_threads():>7} {name:>10} {wall:>11,.0f} {cpu:>10,.0f} {ttft * 1e3:>8.1f} "
                       f"{speedup:>19} {floor:>22}", flush=True)
-            results[(depth, batch, threads)] = rows
+            results[(depth, batch, threads)] = rows, rounds
         for plen in (args.prompt_len, 256):
             torch.set_num_threads(threads_for(plen))  # a prompt is a batch of tokens for the matmuls
             wall, cpu = prefill_rate(engine, plen, args.repeats)
             ttft = min(time_stream(engine.generate(list(range(plen)), max_tokens=1))[1][0] for _ in range(args.repeats))
             print(f"prefill {plen:>3} tokens ({torch.get_num_threads()} thread(s)): {wall:>8,.0f} tok/s wall, {cpu:>8,.0f} tok/s CPU; "
                   f"time to first token {ttft * 1e3:.1f} ms")
-    print("\n| depth | batch | threads | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop | compiled / loop (wall) | weights read tok/s | loop, engine, compiled: of weights read |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for (depth, batch, threads), rows in results.items():
+    print("\n| depth | batch | threads | nanochat loop tok/s | engine tok/s | compiled tok/s | engine / loop | compiled / loop | engine / loop, paired | compiled / loop, paired | compiled / loop (wall) | weights read tok/s | loop, engine, compiled: of weights read |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (depth, batch, threads), (rows, rounds) in results.items():
         r, e, c, w = rows['reference'][1], rows['engine'][1], rows['compiled'][1], rows['weights'][1]
-        print(f"| d{depth} | {batch} | {threads} | {r:,.0f} | {e:,.0f} | {c:,.0f} | {e / r:.2f}x | {c / r:.2f}x "
-              f"| {rows['compiled'][0] / rows['reference'][0]:.2f}x | {w:,.0f} | {100 * r / w:.0f}%, {100 * e / w:.0f}%, {100 * c / w:.0f}% |")
+        paired = ["{:.2f}x ({:.2f}-{:.2f})".format(*paired_ratios(rounds, name)) for name in ('engine', 'compiled')]
+        print(f"| d{depth} | {batch} | {threads} | {r:,.0f} | {e:,.0f} | {c:,.0f} | {e / r:.2f}x | {c / r:.2f}x | {paired[0]} "
+              f"| {paired[1]} | {rows['compiled'][0] / rows['reference'][0]:.2f}x | {w:,.0f} "
+              f"| {100 * r / w:.0f}%, {100 * e / w:.0f}%, {100 * c / w:.0f}% |")
     print("(CPU-time rates, tokens per CPU-second of all threads, except the compiled / loop (wall) column: the same methods on "
-          "the same threads; 'weights read': each step's matmul weights summed once, no model, the memory floor of a step)")
+          "the same threads; 'weights read': each step's matmul weights summed once, no model, the memory floor of a step. "
+          "'/ loop': best against best; 'paired': the median (lowest-highest) of the rounds' ratios, each method timed "
+          "right after the other in a round, which a machine whose speed drifts within the run moves less)")
     print(f"load average at the end {os.getloadavg()[0]:.1f} (other processes on this machine distort wall-clock timings)")
 
 
