@@ -159,18 +159,17 @@ def time_stream(stream):
     return n, first, (time.perf_counter() - t1, time.process_time() - c1)
 
 
-def best_decode(methods, batch, repeats, rounds=None):
-    """Per method: best decode rates (tokens/s, all rows, after the first token) and TTFT; repeats are interleaved.
-    `rounds` (a dict), if given, gets each method's CPU rate in every round, in order (for the paired ratios)"""
+def best_decode(methods, batch, repeats):
+    """Per method: best decode rates (tokens/s, all rows, after the first token) and TTFT, and each method's CPU rate
+    in every round, in order (for the paired ratios); repeats are interleaved"""
     runs = {name: [] for name in methods}
     for r in range(repeats):  # engine, reference, ... then again: slow phases of a shared machine hit all methods
         for name, (make_stream, max_repeats) in methods.items():
             if r >= max_repeats: continue
             n, first, rest = time_stream(make_stream())
             runs[name].append(((n - 1) * batch / rest[0], (n - 1) * batch / max(rest[1], 1e-9), first[0]))
-    if rounds is not None:
-        rounds.update({name: [c for _, c, _ in v] for name, v in runs.items()})
-    return {name: (max(w for w, _, _ in v), max(c for _, c, _ in v), min(t for _, _, t in v)) for name, v in runs.items()}
+    best = {name: (max(w for w, _, _ in v), max(c for _, c, _ in v), min(t for _, _, t in v)) for name, v in runs.items()}
+    return best, {name: [c for _, c, _ in v] for name, v in runs.items()}
 
 
 def paired_ratios(rounds, name, base='reference'):
@@ -272,8 +271,7 @@ def main():
             if not args.no_naive:  # slow (quadratic): one run
                 methods['naive'] = ((lambda: model.generate(prompt, args.new_tokens, args.temperature, top_k)) if batch == 1
                                     else (lambda: naive_batched(model, prompt, batch, args.new_tokens, args.temperature, top_k)), 1)
-            rounds = {}
-            rows = best_decode(methods, batch, args.repeats, rounds)
+            rows, rounds = best_decode(methods, batch, args.repeats)
             for name, (wall, cpu, ttft) in rows.items():
                 speedup = '' if name in ('reference', 'weights') else f"{cpu / rows['reference'][1]:.2f}x"
                 floor = '' if name == 'weights' else f"{100 * cpu / rows['weights'][1]:.0f}%"
