@@ -38,11 +38,11 @@ SCALES = {  # the numbers that differ between a laptop run and a test run
     "main": dict(corpus=[], tok_chars=20_000_000, vocab=4096, depth=4, seq=256, dbs=8, base_steps=200,
                  base_eval_every=50, eval_tokens=65536, core_per_task=100, mid_steps=300, sft_steps=-1,
                  rl_steps=60, rl_questions=8, rl_samples=8, rl_tokens=96, eval_problems=100, eval_tokens_max=192,
-                 compile_rl=True, gen_batch=64, sft_gen_batch=32, rl_eval_batch=8),
+                 gen_batch=64, sft_gen_batch=32, rl_eval_batch=8),
     "tiny": dict(corpus=["--max-chars=400000", "--num-shards=4", "--row-group-size=32"], tok_chars=400_000,
                  vocab=512, depth=2, seq=128, dbs=4, base_steps=10, base_eval_every=10, eval_tokens=2048,
                  core_per_task=8, mid_steps=8, sft_steps=8, rl_steps=3, rl_questions=2, rl_samples=4, rl_tokens=32,
-                 eval_problems=8, eval_tokens_max=48, compile_rl=False, gen_batch=4, sft_gen_batch=4, rl_eval_batch=2),
+                 eval_problems=8, eval_tokens_max=48, gen_batch=4, sft_gen_batch=4, rl_eval_batch=2),
 }
 
 def pipeline_stages(scale="main", device_type="cpu"):
@@ -52,10 +52,9 @@ def pipeline_stages(scale="main", device_type="cpu"):
     s = SCALES[scale]
     dev = f"--device-type={device_type}"
     seq, dbs = s["seq"], s["dbs"]
-    # on a CPU, RL samples a step's questions together through the engine's compiled step, and the evaluations
-    # (SFT's accuracies, the chat evaluations) decode several problems' prompts together, eagerly: see below
+    # on a CPU, RL samples a step's questions together and the evaluations (SFT's accuracies, the chat evaluations)
+    # decode several problems' prompts together, all eagerly: see below
     cpu = device_type == "cpu"
-    rl_decode = ["--compile=True"] if s["compile_rl"] and cpu else []
     gen, sft_gen = (s["gen_batch"], s["sft_gen_batch"]) if cpu else (1, 1)
     rl_eval_batch, rl_together = (s["rl_eval_batch"], s["rl_questions"]) if cpu else (1, 1)
     batch = [f"--max-seq-len={seq}", f"--device-batch-size={dbs}", f"--total-batch-size={seq * dbs}"]
@@ -97,7 +96,7 @@ def pipeline_stages(scale="main", device_type="cpu"):
                "--init-lr-frac=0.1",  # measured at main scale: 0.5 also learned the arithmetic but erased spelling
                f"--eval-every={rl_eval_every}", f"--eval-examples={s['eval_problems']}",
                f"--eval-batch-problems={rl_eval_batch}", f"--rollout-batch-questions={rl_together}",
-               f"--save-every={s['rl_steps']}", *rl_decode, dev]),
+               f"--save-every={s['rl_steps']}", dev]),
         evals("rl"),
         Stage("transcript", "nanochat.scripts.pipeline", ["--transcript", tag, dev]),
         Stage("report", "nanochat.report", ["generate"]),
