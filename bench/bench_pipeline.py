@@ -41,6 +41,10 @@ def stage_rows(base_dir):
                      info.get("peak_rss_mb"), info.get("peak_anon_mb")))  # runs before the anon figure: None
     return rows
 
+def mb(x):
+    "A figure in MB for the tables, '-' where it was not measured"
+    return "-" if x is None else f"{x:,.0f}"
+
 STAGE_OUTPUTS = {  # what a stage writes under the base dir besides the report: a rerun writes it in its scratch dir
     "base_train": ["base_checkpoints"], "mid_train": ["mid_checkpoints"], "sft": ["chatsft_checkpoints"],
     "rl": ["chatrl_checkpoints"], "base_eval": [], "mid_eval": [], "sft_eval": [], "rl_eval": [], "transcript": []}
@@ -84,13 +88,15 @@ def rerun_stage(base_dir, name, variants, rounds, cold_cache):
             if rc != 0:
                 raise SystemExit(f"{name} {v!r} failed (exit code {rc}):\n" + "".join(lines[-30:]))
             results[v].append((seconds, peak, anon))
-            print(f"round {r + 1}: {name} {v or '(as in the run)'}: {seconds:.1f} s, peak RSS {peak:,.0f} MB, "
-                  f"anon {anon:,.0f} MB", flush=True)
+            print(f"round {r + 1}: {name} {v or '(as in the run)'}: {seconds:.1f} s, peak RSS {mb(peak)} MB, "
+                  f"anon {mb(anon)} MB", flush=True)
     print(f"\n| {name}: variant | seconds (each round) | peak RSS MB | peak anon MB |")
     print("|---|---|---|---|")
     for v, rows in results.items():
-        cols = [", ".join(f"{row[i]:,.{1 if i == 0 else 0}f}" for row in rows) for i in range(3)]
-        print(f"| {v or '(as in the run)'} | {cols[0]} | {cols[1]} | {cols[2]} |")
+        seconds = ", ".join(f"{row[0]:.1f}" for row in rows)
+        peaks = ", ".join(mb(row[1]) for row in rows)
+        anons = ", ".join(mb(row[2]) for row in rows)
+        print(f"| {v or '(as in the run)'} | {seconds} | {peaks} | {anons} |")
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -137,7 +143,6 @@ def main():
         ref = bench_train.measure(s["depth"], s["seq"], False, 20)["tok_s"]
     load = os.getloadavg()[0]
     print(f"\nload average {load:.2f}" + ("  (busy machine: numbers are low)" if load > 1.5 else ""))
-    mb = lambda x: "-" if x is None else f"{x:,.0f}"
     print("| stage | wall s | tok/s (median in its log) | reference tok/s (same run) | peak RSS (MB) "
           "| peak anon (MB) |")
     print("|---|---:|---:|---:|---:|---:|")
