@@ -81,7 +81,7 @@ def main():
     bench_train.ensure_tokenizer(base, corpus)
     runs = {s: [] for s in SETTINGS}
     for rep in range(args.reps):
-        for setting in SETTINGS[rep % len(SETTINGS):] + SETTINGS[:rep % len(SETTINGS)]:
+        for setting in bench_train.in_turn(SETTINGS, rep):
             result, peak, anon = run_setting(setting, args.steps, env)
             runs[setting].append((result, peak, anon))
             print(f"  {setting}: peak anon {anon:,.0f} MB, RSS {peak:,.0f} MB, {result['tok_s']:,.0f} tok/s, "

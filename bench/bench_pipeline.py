@@ -62,6 +62,7 @@ def rerun_stage(base_dir, name, variants, rounds, cold_cache):
     from nanochat.common import malloc_env
     from nanochat.dataset import get_data_dir
     from nanochat.scripts.pipeline import Stage, start_stage
+    from bench_train import in_turn
     if name not in STAGE_OUTPUTS:
         raise SystemExit(f"--stage={name!r}: use one of {sorted(STAGE_OUTPUTS)}")
     markers = glob.glob(os.path.join(base_dir, "pipeline", f"*_{name}.done"))
@@ -73,7 +74,7 @@ def rerun_stage(base_dir, name, variants, rounds, cold_cache):
     data_dir = get_data_dir("local")  # where the run's data stage built the corpus, as run_stage passes it
     results = {v: [] for v in variants}
     for r in range(rounds):
-        for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+        for v in in_turn(variants, r):
             scratch = scratch_base(base_dir, STAGE_OUTPUTS[name])
             env = {**os.environ, "PYTHONUNBUFFERED": "1", "NANOCHAT_DATA_DIR": data_dir, "NANOCHAT_BASE_DIR": scratch}
             if cold_cache:

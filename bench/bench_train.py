@@ -331,6 +331,12 @@ def variants():
     return out
 
 
+def in_turn(items, round_):
+    "`items` (a list) in round `round_`'s order: who goes first rotates, so a machine that drifts hits them alike"
+    k = round_ % len(items)
+    return items[k:] + items[:k]
+
+
 def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="L"):
     """Runs that live in one process and take turns step by step (who goes first rotates), so a machine that speeds
     up or slows down over time hits them alike. `use(label, reset)` switches the process to a label's code: before
@@ -353,7 +359,7 @@ def measure_interleaved(use, labels, depth, seq, steps, compile_=False, window="
     for step in range(steps):
         if step == WARMUP:
             graphs = counters["stats"]["unique_graphs"]  # compiled so far: each side's graphs, in its first steps
-        for label in order[step % len(order):] + order[:step % len(order)]:
+        for label in in_turn(order, step):
             use(label, False)
             before = counters["stats"]["unique_graphs"]
             t0 = time.perf_counter()
