@@ -408,7 +408,7 @@ def sample_next_token(logits, rng, temperature=1.0, top_k=None):
     "Sample a single next token from given logits of shape (B, vocab_size). Returns (B, 1)."
     assert temperature >= 0.0, "temperature must be non-negative"
     if temperature == 0.0:
-        return torch.argmax(logits, dim=-1, keepdim=True)
+        return logits.max(dim=-1, keepdim=True).indices  # argmax's index (the first of equal maxima), faster
     if top_k is not None and top_k > 0:
         k = min(top_k, logits.size(-1))
         vals, idx = torch.topk(logits, k, dim=-1)
