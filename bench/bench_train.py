@@ -7,6 +7,7 @@
     python bench/bench_train.py --corpus DIR     # any directory of FineWeb-format shards
     python bench/bench_train.py --mode compiled  # the compiled rows only (--mode eager: the eager rows only)
     python bench/bench_train.py --profile        # where a d4 step's time goes: by phase, and its matmuls by shape
+    python bench/bench_train.py --op-times       # the same without the profiler: each operator's wall-clock time
 
 What a CPU without AVX-512 and bf16 units gets, on one that has them (torch's kernels, oneDNN and MKL capped at
 AVX2; the bf16 probe then finds bf16 slow, so everything runs in fp32; inductor generates AVX2 code):
@@ -73,9 +74,10 @@ Beside each speed-up, the FLOP ratio: nanochat's matmul FLOPs per step over the 
 on both sides; Muon's are not), the speed-up if every matmul ran at one speed and nothing else took time.
 Not a test: it prints tables. Read ratios from one run, on a quiet machine.
 """
-import argparse, atexit, contextlib, os, re, shutil, statistics, tempfile, time
+import argparse, atexit, collections, contextlib, os, re, shutil, statistics, tempfile, time
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 CORPUS = os.path.join(tempfile.gettempdir(), "nanochat_bench_local_corpus")
 
@@ -540,6 +542,54 @@ def profile_table(depth=4, seq=256, steps=3):
     return "\n".join(lines)
 
 
+class OpTimer(TorchDispatchMode):
+    """Wall-clock seconds of every operator call, by operator, timed around the call itself: no profiler. On some
+    machines the profiler inflates single operators many-fold (on a 2-core AMX Xeon VM, in bf16, the fused loss's
+    eight conversions of (512, 4096) chunks between bf16 and fp32 read 66 ms a step under it, 3.4 ms timed around each
+    call), so this checks the profile's shares"""
+    def __init__(self):
+        super().__init__()
+        self.seconds = collections.Counter()  # operator -> seconds
+        self.calls = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        t0 = time.perf_counter()
+        out = func(*args, **(kwargs or {}))  # the operators inside it are not seen: the mode is off in here
+        name = func._schema.name  # e.g. 'aten::mm', the profiler's names
+        self.seconds[name] += time.perf_counter() - t0
+        self.calls[name] += 1
+        return out
+
+
+def op_times_table(depth=4, seq=256, steps=5, top=12):
+    """A d4 eager step timed as it runs, then again with each operator timed by OpTimer: the matmul operators' share
+    of the step (the profile's `matmul` kind: base_train's list) and the costliest operators, as markdown"""
+    from nanochat.common import parse_config
+    from nanochat.scripts.base_train import TrainConfig, setup, train_step, _MATMUL_OPS
+    run = setup(parse_config(TrainConfig, train_flags(depth, seq, False, 100, "optimes")))
+    for _ in range(WARMUP):
+        train_step(run)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        train_step(run)
+    plain = (time.perf_counter() - t0) / steps
+    timer = OpTimer()
+    t0 = time.perf_counter()
+    with timer:
+        for _ in range(steps):
+            train_step(run)
+    timed = (time.perf_counter() - t0) / steps
+    ms = {name: 1000 * s / steps for name, s in timer.seconds.items()}
+    matmul = sum(t for name, t in ms.items() if name in _MATMUL_OPS)
+    lines = [f"training in {str(run.train_dtype).removeprefix('torch.')}: {1000 * plain:.0f} ms a step as it runs, {1000 * timed:.0f} ms with every operator timed; matmul "
+             f"operators {matmul:.0f} ms a step ({100 * matmul / (1000 * plain):.0f}% of the step as it runs), all "
+             f"operators {sum(ms.values()):.0f} ms\n",
+             "| operator | ms per step | calls per step |", "|---|---|---|"]
+    for name, t in sorted(ms.items(), key=lambda kv: -kv[1])[:top]:
+        lines.append(f"| {name} | {t:.1f} | {timer.calls[name] / steps:.0f} |")
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="d4 seq 256 eager only")
@@ -549,6 +599,8 @@ def main():
     p.add_argument("--eval-tokens", type=int, default=262144)
     p.add_argument("--profile", action="store_true",
                    help="only the profile of a d4 step, both sides: by phase, and its matmuls by shape")
+    p.add_argument("--op-times", action="store_true",
+                   help="only a d4 step's operators, each timed by the wall clock (no profiler), every side")
     p.add_argument("--bpb-only", action="store_true", help="only the val-bpb comparison")
     p.add_argument("--corpus", default=None, help="a directory of FineWeb-format shards (default: the offline corpus)")
     p.add_argument("--mode", choices=("all", "eager", "compiled"), default="all", help="which throughput rows")
@@ -562,7 +614,7 @@ def main():
         configs += [(4, 512, False), (6, 256, False), (6, 512, False), (4, 256, True), (6, 256, True), (4, 512, True),
                     (6, 512, True)]
     configs = [c for c in configs if args.mode == "all" or c[2] == (args.mode == "compiled")]
-    if any(comp for _, _, comp in configs) and not (args.profile or args.bpb_only):
+    if any(comp for _, _, comp in configs) and not (args.profile or args.op_times or args.bpb_only):
         check_inductor_cache()  # before any work: the compiled rows come last
     corpus = ensure_corpus(args.corpus)
     base = tempfile.mkdtemp(prefix="bench_train_")
@@ -576,6 +628,13 @@ def main():
             side.use(name)
             print(f"\nd4, seq 256, batch 8, eager, {name}{' structure' if name == 'nanochat' else ''}: ms per step\n")
             print(profile_table())
+        side.use("project")
+        return
+    if args.op_times:
+        for label, (name, dtype) in variants().items():
+            side.use(name, dtype=dtype)
+            table = op_times_table()  # set up first: the run's own lines come before its header
+            print(f"\nd4, seq 256, batch 8, eager, {label}{' structure' if name == 'nanochat' else ''}, {table}")
         side.use("project")
         return
     if args.bpb_only:
