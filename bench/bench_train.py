@@ -581,9 +581,10 @@ def op_times_table(depth=4, seq=256, steps=5, top=12):
     timed = (time.perf_counter() - t0) / steps
     ms = {name: 1000 * s / steps for name, s in timer.seconds.items()}
     matmul = sum(t for name, t in ms.items() if name in _MATMUL_OPS)
-    lines = [f"training in {str(run.train_dtype).removeprefix('torch.')}: {1000 * plain:.0f} ms a step as it runs, {1000 * timed:.0f} ms with every operator timed; matmul "
-             f"operators {matmul:.0f} ms a step ({100 * matmul / (1000 * plain):.0f}% of the step as it runs), all "
-             f"operators {sum(ms.values()):.0f} ms\n",
+    dtype = str(run.train_dtype).removeprefix('torch.')
+    lines = [f"training in {dtype}: {1000 * plain:.0f} ms a step as it runs, {1000 * timed:.0f} ms with every operator "
+             f"timed; matmul operators {matmul:.0f} ms a step ({100 * matmul / (1000 * plain):.0f}% of the step as it "
+             f"runs), all operators {sum(ms.values()):.0f} ms\n",
              "| operator | ms per step | calls per step |", "|---|---|---|"]
     for name, t in sorted(ms.items(), key=lambda kv: -kv[1])[:top]:
         lines.append(f"| {name} | {t:.1f} | {timer.calls[name] / steps:.0f} |")
