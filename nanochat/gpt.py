@@ -133,8 +133,13 @@ class RotaryCPU(torch.autograd.Function):
 
 def apply_rotary_emb(x, cos, sin):
     assert x.ndim == 4  # multihead attention
-    if x.requires_grad and x.device.type == 'cpu' and x.dtype == torch.float32 and not torch.compiler.is_compiling():
-        return RotaryCPU.apply(x, cos, sin) # training on the CPU: the same rotation in fewer passes both ways
+    if x.requires_grad and x.device.type == 'cpu' and not torch.compiler.is_compiling():
+        if x.dtype == torch.float32:
+            return RotaryCPU.apply(x, cos, sin) # training on the CPU: the same rotation in fewer passes both ways
+        if x.dtype == torch.bfloat16 and cos.dtype == torch.float32:
+            # autocast's bf16 q and k meet the fp32 tables: nanochat's expression computes in fp32 here anyway, in
+            # multiplies of mixed dtypes that run far slower than fp32 ones; one cast, then the fp32 half-passes
+            return RotaryCPU.apply(x.float(), cos, sin)
     d = x.shape[3] // 2
     x1, x2 = x[..., :d], x[..., d:] # split up last dim into two halves
     y1 = x1 * cos + x2 * sin # rotate pairs of dims
