@@ -599,7 +599,7 @@ def main():
     p.add_argument("--bpb-seeds", type=int, default=len(BPB_SEEDS), help="seeds of the val-bpb comparison (1: 42 only)")
     p.add_argument("--eval-tokens", type=int, default=262144)
     p.add_argument("--profile", action="store_true",
-                   help="only the profile of a d4 step, both sides: by phase, and its matmuls by shape")
+                   help="only the profile of a d4 step, every side: by phase, and its matmuls by shape")
     p.add_argument("--op-times", action="store_true",
                    help="only a d4 step's operators, each timed by the wall clock (no profiler), every side")
     p.add_argument("--bpb-only", action="store_true", help="only the val-bpb comparison")
@@ -625,9 +625,9 @@ def main():
     machine_report()
     side = Side()
     if args.profile:
-        for name in ("nanochat", "project"):
-            side.use(name)
-            print(f"\nd4, seq 256, batch 8, eager, {name}{' structure' if name == 'nanochat' else ''}: ms per step\n")
+        for label, (name, dtype) in variants().items():  # and the project in fp32 where it trains in bf16
+            side.use(name, dtype=dtype)
+            print(f"\nd4, seq 256, batch 8, eager, {label}{' structure' if name == 'nanochat' else ''}: ms per step\n")
             print(profile_table())
         side.use("project")
         return
