@@ -509,13 +509,20 @@ def matmul_shape_table(run, steps=3, top=12):
     return "\n".join(lines)
 
 
+def warm_run(depth, seq, tag):
+    "A base_train run of an eager throughput row, set up and WARMUP steps in (the first steps of a process are slower)"
+    from nanochat.common import parse_config
+    from nanochat.scripts.base_train import TrainConfig, setup, train_step
+    run = setup(parse_config(TrainConfig, train_flags(depth, seq, False, 100, tag)))
+    for _ in range(WARMUP):
+        train_step(run)  # the allocator and page faults of a fresh run
+    return run
+
+
 def profile_table(depth=4, seq=256, steps=3):
     "base_train's per-phase profile (profile_steps) of a d4 eager step, as markdown rows"
-    from nanochat.common import parse_config
-    from nanochat.scripts.base_train import TrainConfig, setup, train_step, profile_steps, count_step_flops, OP_KINDS
-    run = setup(parse_config(TrainConfig, train_flags(depth, seq, False, 100, "prof")))
-    for _ in range(10):
-        train_step(run)  # warm up: the first steps of a process are slower (allocator, page faults)
+    from nanochat.scripts.base_train import profile_steps, count_step_flops, OP_KINDS
+    run = warm_run(depth, seq, "prof")
     prof = profile_steps(run, steps)
     cols = OP_KINDS + ("Python & framework", "total")
     lines = ["| phase | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -564,11 +571,8 @@ class OpTimer(TorchDispatchMode):
 def op_times_table(depth=4, seq=256, steps=5, top=12):
     """A d4 eager step timed as it runs, then again with each operator timed by OpTimer: the matmul operators' share
     of the step (the profile's `matmul` kind: base_train's list) and the costliest operators, as markdown"""
-    from nanochat.common import parse_config
-    from nanochat.scripts.base_train import TrainConfig, setup, train_step, _MATMUL_OPS
-    run = setup(parse_config(TrainConfig, train_flags(depth, seq, False, 100, "optimes")))
-    for _ in range(WARMUP):
-        train_step(run)
+    from nanochat.scripts.base_train import train_step, _MATMUL_OPS
+    run = warm_run(depth, seq, "optimes")
     t0 = time.perf_counter()
     for _ in range(steps):
         train_step(run)
@@ -624,18 +628,12 @@ def main():
     ensure_tokenizer(base, corpus)
     machine_report()
     side = Side()
-    if args.profile:
+    if args.profile or args.op_times:
         for label, (name, dtype) in variants().items():  # and the project in fp32 where it trains in bf16
             side.use(name, dtype=dtype)
-            print(f"\nd4, seq 256, batch 8, eager, {label}{' structure' if name == 'nanochat' else ''}: ms per step\n")
-            print(profile_table())
-        side.use("project")
-        return
-    if args.op_times:
-        for label, (name, dtype) in variants().items():
-            side.use(name, dtype=dtype)
-            table = op_times_table()  # set up first: the run's own lines come before its header
-            print(f"\nd4, seq 256, batch 8, eager, {label}{' structure' if name == 'nanochat' else ''}, {table}")
+            table = profile_table() if args.profile else op_times_table()  # the run's own lines come first
+            what = "ms per step\n\n" if args.profile else ""  # op_times_table's first line says what it times
+            print(f"\nd4, seq 256, batch 8, eager, {label}{' structure' if name == 'nanochat' else ''}: {what}{table}")
         side.use("project")
         return
     if args.bpb_only:
