@@ -3,6 +3,7 @@
     python bench/bench_engine.py                         # d4 and d6, 256 new tokens, batch 1 and 8
     python bench/bench_engine.py --depths 4 --repeats 5 --temperature 0
     python bench/bench_engine.py --threads 1             # every row on 1 thread (default auto, see below)
+    python bench/bench_engine.py --cache-decay           # only: how fast data is read again, by time since the last read
 
 On a CPU with AVX-512, bench_train.py's prefix (ATEN_CPU_CAPABILITY=avx2 ... TORCHINDUCTOR_CACHE_DIR=<own dir>) shows
 what a CPU without it gets; the compiled rows refuse to run capped without a cache directory of their own.
@@ -191,6 +192,53 @@ def prefill_rate(engine, prompt_len, repeats):
     return max(walls), max(cpus)
 
 
+def busy_wait(seconds):
+    "Keep the core busy in Python for `seconds` (as a step's small operators keep it), touching almost no memory"
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        pass
+
+
+def median_seconds(fn, before, reps=30):
+    "Median wall seconds of fn() over reps calls, each right after before()"
+    times = []
+    for _ in range(reps):
+        before()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+@torch.inference_mode()
+def cache_decay_table(gaps_ms=(0, 2, 10, 50), sizes_mb=(2, 8, 47)):
+    """How fast data read again is read, by how long ago it was last read: a sum over an array right after the last
+    sum over it, and after a gap spent busy in Python (which reads almost nothing); then d6's batch-8 products (its
+    matmul weights, 8 rows each, all threads) as a pass back to back, and with a gap before each pass, which is what a
+    decode step's other work puts between one step's read of a weight and the next's. As markdown"""
+    lines = [f"| array | " + " | ".join(f"{g} ms since the last read" for g in gaps_ms) + " |",
+             "|---" * (len(gaps_ms) + 1) + "|"]
+    for mb in sizes_mb:
+        a = torch.randn(mb * 2**20 // 4)
+        cells = []
+        for g in gaps_ms:
+            s = median_seconds(a.sum, lambda: busy_wait(g / 1000))
+            cells.append(f"{1000 * s:.2f} ms ({mb / 1024 / s:.0f} GB/s)")
+        lines.append(f"| sum over {mb} MB | " + " | ".join(cells) + " |")
+    weights = [w.detach().t().contiguous() for w in matmul_weights(make_model(6))]  # (in, out): x @ w
+    xs = {w.size(0): torch.randn(8, w.size(0)) for w in weights}
+    mb = sum(w.numel() for w in weights) * 4 / 2**20
+    def products():
+        for w in weights:
+            xs[w.size(0)] @ w
+    cells = []
+    for g in gaps_ms:
+        s = median_seconds(products, lambda: busy_wait(g / 1000))
+        cells.append(f"{1000 * s:.2f} ms ({mb / 1024 / s:.0f} GB/s)")
+    lines.append(f"| d6's {len(weights)} products at batch 8 ({mb:.0f} MB of weights) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--depths', default='4,6')
@@ -203,7 +251,15 @@ def main():
     p.add_argument('--threads', default='auto',
                    help="'auto' (batch 1 on 1 thread and on all cores, larger batches on all cores) or a number")
     p.add_argument('--no-naive', action='store_true', help='skip the (slow) no-cache baselines')
+    p.add_argument('--cache-decay', action='store_true',
+                   help="only how fast data is read again by how long ago it was last read (sums, d6's batch-8 products)")
     args = p.parse_args()
+    if args.cache_decay:
+        torch.set_num_threads(os.cpu_count() if args.threads == 'auto' else int(args.threads))
+        print(cpu_report())
+        print(f"{torch.get_num_threads()} thread(s), load average {os.getloadavg()[0]:.1f}; medians of 30 reads\n")
+        print(cache_decay_table())
+        return
     def threads_for(batch): return (1 if batch == 1 else os.cpu_count()) if args.threads == 'auto' else int(args.threads)
     rows_to_run = []  # (batch, threads)
     for batch in [int(b) for b in args.batches.split(',')]:
