@@ -19,10 +19,10 @@ reuses those outputs when the notebook is unchanged and runs only the notebooks 
 `nbdev_test` itself is unchanged and still works as before.
 
 `--learner` runs the notebooks closer to a learner's Restart and Run All: `IN_TEST` unset, so every loop runs at its
-full size (minutes, not seconds: 39_pipeline alone takes about 10 on two cores), into build/learner/ by default. A
-test that holds only for the shrunken sizes fails there. Unlike JupyterLab it still skips the `#| eval: false` cells
-(the heavy commands they show) and those with a test flag (`--flags slow` runs those). Not part of runs/test.sh,
-which has CI's time budget.
+full size (all 37 notebooks took 6 min on two cores at 1a6eccd, 24_base_train, 29_chat_rl and 39_pipeline about 1.5
+min each), into build/learner/ by default. A test that holds only for the shrunken sizes fails there. Unlike
+JupyterLab it still skips the `#| eval: false` cells (the heavy commands they show) and those with a test flag
+(`--flags slow` runs those). Not part of runs/test.sh, which has CI's time budget.
 """
 import hashlib, json, os, sys, time
 from pathlib import Path
