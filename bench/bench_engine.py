@@ -216,7 +216,7 @@ def cache_decay_table(gaps_ms=(0, 2, 10, 50), sizes_mb=(2, 8, 47)):
     sum over it, and after a gap spent busy in Python (which reads almost nothing); then d6's batch-8 products (its
     matmul weights, 8 rows each, all threads) as a pass back to back, and with a gap before each pass, which is what a
     decode step's other work puts between one step's read of a weight and the next's. As markdown"""
-    lines = [f"| array | " + " | ".join(f"{g} ms since the last read" for g in gaps_ms) + " |",
+    lines = ["| array | " + " | ".join(f"{g} ms since the last read" for g in gaps_ms) + " |",
              "|---" * (len(gaps_ms) + 1) + "|"]
     for mb in sizes_mb:
         a = torch.randn(mb * 2**20 // 4)
