@@ -45,9 +45,9 @@ def mb(x):
     "A figure in MB for the tables, '-' where it was not measured"
     return "-" if x is None else f"{x:,.0f}"
 
-STAGE_OUTPUTS = {  # what a stage writes under the base dir besides the report: a rerun writes it in its scratch dir
-    "base_train": ["base_checkpoints"], "mid_train": ["mid_checkpoints"], "sft": ["chatsft_checkpoints"],
-    "rl": ["chatrl_checkpoints"], "base_eval": [], "mid_eval": [], "sft_eval": [], "rl_eval": [], "transcript": []}
+RERUNNABLE = {  # the stages --stage runs again, and the checkpoints each writes (a source of CHECKPOINT_DIRS, or None)
+    "base_train": "base", "mid_train": "mid", "sft": "sft", "rl": "rl",
+    "base_eval": None, "mid_eval": None, "sft_eval": None, "rl_eval": None, "transcript": None}
 
 def scratch_base(base_dir, outputs):
     "A temp base dir linking every entry of `base_dir` but the `outputs`, the pipeline's markers and the report"
@@ -62,9 +62,12 @@ def rerun_stage(base_dir, name, variants, rounds, cold_cache):
     from nanochat.common import malloc_env
     from nanochat.dataset import get_data_dir
     from nanochat.scripts.pipeline import Stage, start_stage
+    from nanochat.checkpoint_manager import CHECKPOINT_DIRS
     from bench_train import in_turn
-    if name not in STAGE_OUTPUTS:
-        raise SystemExit(f"--stage={name!r}: use one of {sorted(STAGE_OUTPUTS)}")
+    if name not in RERUNNABLE:
+        raise SystemExit(f"--stage={name!r}: use one of {sorted(RERUNNABLE)}")
+    # what the stage writes under the base dir besides the report: each rerun writes it in its scratch dir
+    outputs = [CHECKPOINT_DIRS[RERUNNABLE[name]]] if RERUNNABLE[name] else []
     markers = glob.glob(os.path.join(base_dir, "pipeline", f"*_{name}.done"))
     if not markers:
         raise SystemExit(f"no finished {name} stage under {base_dir}/pipeline: run the pipeline there first")
@@ -75,7 +78,7 @@ def rerun_stage(base_dir, name, variants, rounds, cold_cache):
     results = {v: [] for v in variants}
     for r in range(rounds):
         for v in in_turn(variants, r):
-            scratch = scratch_base(base_dir, STAGE_OUTPUTS[name])
+            scratch = scratch_base(base_dir, outputs)
             env = {**os.environ, "PYTHONUNBUFFERED": "1", "NANOCHAT_DATA_DIR": data_dir, "NANOCHAT_BASE_DIR": scratch}
             if cold_cache:
                 env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, "inductor_cache")
