@@ -340,6 +340,9 @@ def linear_library(rows, m, k, contiguous=True, ratio=1.05):
     if _cpu_matmul != 'by shape':
         return _cpu_matmul
     rows = _probe_rows(rows)
+    known = _linear_shapes.get((rows, m, k, contiguous))
+    if known is not None: # every product asks: a shape met before returns before the timing below is set up
+        return known
     def products(g):
         x = torch.randn(rows, k, generator=g, device='cpu') # on the CPU even under `with torch.device('meta')`
         w = torch.randn(*((m, k) if contiguous else (k, m)), generator=g, device='cpu')
@@ -366,10 +369,11 @@ ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call cos
 def _probed(x, macs):
     """Whether the library probe decides a product of `macs` multiply-adds over `x`: fp32 on a CPU outside autocast,
     ONEDNN_MIN_MACS or more. Then `_cpu_matmul` and `_cpu_weight_grad` hold how the library is picked"""
-    if x.device.type != 'cpu' or x.dtype != torch.float32 or torch.is_autocast_enabled('cpu') or macs < ONEDNN_MIN_MACS:
+    # the cheapest test first: every product asks, and most of a small model's are under ONEDNN_MIN_MACS
+    if macs < ONEDNN_MIN_MACS or x.dtype != torch.float32 or not x.is_cpu or torch.is_autocast_enabled('cpu'):
         return False
     # compiled code reads the decision made before tracing (the model's constructor asks for it) instead of timing
-    if not torch.compiler.is_compiling():
+    if _cpu_matmul is None and not torch.compiler.is_compiling():
         cpu_matmul_backend()
     return True
 

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['EMBEDDING_MODES', 'GPTConfig', 'RMSNormCPU', 'norm', 'has_ve', 'RotaryCPU', 'apply_rotary_emb', 'Linear', 'Embedding',
-           'CausalSelfAttention', 'ReluSquared', 'MLP', 'Block', 'MLPCPU', 'SoftcapCrossEntropy',
+           'CausalSelfAttention', 'ReluSquared', 'relu_squared', 'MLP', 'Block', 'MLPCPU', 'SoftcapCrossEntropy',
            'softcap_cross_entropy', 'LinearSoftcapCrossEntropy', 'linear_softcap_cross_entropy', 'GPT',
            'StructuredEmbedding']
 
@@ -230,6 +230,13 @@ class ReluSquared(torch.autograd.Function):
         r, = ctx.saved_tensors
         return torch.addcmul(grad.new_zeros(()), grad, r, value=2) # 0 + 2 r g: one pass (grad * r * 2 is two)
 
+def relu_squared(x):
+    "F.relu(x).square(): through ReluSquared where autograd records it, else its forward's two operators"
+    if not x.requires_grad: # nothing to record (evaluation, a prefill): calling an autograd.Function costs more
+        r = torch.relu(x)
+        return r.mul_(r)
+    return ReluSquared.apply(x)
+
 
 class MLP(nn.Module):
     def __init__(self, config):
@@ -241,7 +248,7 @@ class MLP(nn.Module):
         if x.requires_grad and uses_onednn(x, self.c_fc.weight) and not torch.compiler.is_compiling():
             return MLPCPU.apply(x, self.c_fc.weight, self.c_proj.weight) # fp32 training through oneDNN on a CPU: below
         x = self.c_fc(x)
-        x = ReluSquared.apply(x) # F.relu(x).square(), with a leaner backward
+        x = relu_squared(x) # F.relu(x).square(), with a leaner backward
         x = self.c_proj(x)
         return x
 
