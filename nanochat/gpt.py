@@ -232,7 +232,8 @@ class ReluSquared(torch.autograd.Function):
 
 def relu_squared(x):
     "F.relu(x).square(): through ReluSquared where autograd records it, else its forward's two operators"
-    if not x.requires_grad: # nothing to record (evaluation, a prefill): calling an autograd.Function costs more
+    # nothing to record (evaluation, a prefill): calling an autograd.Function would cost more than its operators
+    if not (x.requires_grad and torch.is_grad_enabled()):
         r = torch.relu(x)
         return r.mul_(r)
     return ReluSquared.apply(x)
