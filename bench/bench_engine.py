@@ -216,26 +216,22 @@ def cache_decay_table(gaps_ms=(0, 2, 10, 50), sizes_mb=(2, 8, 47)):
     sum over it, and after a gap spent busy in Python (which reads almost nothing); then d6's batch-8 products (its
     matmul weights, 8 rows each, all threads) as a pass back to back, and with a gap before each pass, which is what a
     decode step's other work puts between one step's read of a weight and the next's. As markdown"""
+    def cells(read, mb):
+        "The median time of read() and its rate over mb MB, after each gap"
+        seconds = [median_seconds(read, lambda: busy_wait(g / 1000)) for g in gaps_ms]
+        return " | ".join(f"{1000 * s:.2f} ms ({mb / 1024 / s:.0f} GB/s)" for s in seconds)
     lines = ["| array | " + " | ".join(f"{g} ms since the last read" for g in gaps_ms) + " |",
              "|---" * (len(gaps_ms) + 1) + "|"]
     for mb in sizes_mb:
         a = torch.randn(mb * 2**20 // 4)
-        cells = []
-        for g in gaps_ms:
-            s = median_seconds(a.sum, lambda: busy_wait(g / 1000))
-            cells.append(f"{1000 * s:.2f} ms ({mb / 1024 / s:.0f} GB/s)")
-        lines.append(f"| sum over {mb} MB | " + " | ".join(cells) + " |")
+        lines.append(f"| sum over {mb} MB | {cells(a.sum, mb)} |")
     weights = [w.detach().t().contiguous() for w in matmul_weights(make_model(6))]  # (in, out): x @ w
     xs = {w.size(0): torch.randn(8, w.size(0)) for w in weights}
     mb = sum(w.numel() for w in weights) * 4 / 2**20
     def products():
         for w in weights:
             xs[w.size(0)] @ w
-    cells = []
-    for g in gaps_ms:
-        s = median_seconds(products, lambda: busy_wait(g / 1000))
-        cells.append(f"{1000 * s:.2f} ms ({mb / 1024 / s:.0f} GB/s)")
-    lines.append(f"| d6's {len(weights)} products at batch 8 ({mb:.0f} MB of weights) | " + " | ".join(cells) + " |")
+    lines.append(f"| d6's {len(weights)} products at batch 8 ({mb:.0f} MB of weights) | {cells(products, mb)} |")
     return "\n".join(lines)
 
 

@@ -322,15 +322,31 @@ def _probe_rows(rows):
     return min(1 << (rows - 1).bit_length(), PROBE_MAX_ROWS)
 
 def _shape_library(shapes, key, products, ratio):
-    """The library `shapes` remembers for `key`, else the faster of `products(g)` ({'blas': fn, 'onednn': fn}, their
-    operands drawn from the generator g), timed now and remembered. Compiled code cannot time: the BLAS, unremembered"""
-    if key not in shapes:
-        if torch.compiler.is_compiling():
-            return 'blas'
-        # not the global generator: a model's first product may come between a run's seed and its data
-        g = torch.Generator().manual_seed(0)
-        shapes[key] = _faster_library(products(g), ratio)
+    """The library `shapes` remembers for `key`, else the faster of `products(*key, g)` ({'blas': fn, 'onednn': fn},
+    their operands drawn from the generator g), timed now and remembered. Compiled code cannot time: the BLAS,
+    unremembered"""
+    known = shapes.get(key)
+    if known is not None: # every product asks: a shape met before returns before anything else is done
+        return known
+    if torch.compiler.is_compiling():
+        return 'blas'
+    # not the global generator: a model's first product may come between a run's seed and its data
+    g = torch.Generator().manual_seed(0)
+    shapes[key] = _faster_library(products(*key, g), ratio)
     return shapes[key]
+
+def _linear_products(rows, m, k, contiguous, g):
+    "`linear_library`'s two calls of one product's shape"
+    x = torch.randn(rows, k, generator=g, device='cpu') # on the CPU even under `with torch.device('meta')`
+    w = torch.randn(*((m, k) if contiguous else (k, m)), generator=g, device='cpu')
+    w = w if contiguous else w.t() # (m, k) in the layout it is passed in: a transposed view
+    return {'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)}
+
+def _weight_grad_products(rows, m, k, g):
+    "`weight_grad_library`'s two calls of one weight gradient's shape"
+    grad = torch.randn(rows, m, generator=g, device='cpu')
+    x = torch.randn(rows, k, generator=g, device='cpu')
+    return {'blas': lambda: grad.t() @ x, 'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}
 
 def linear_library(rows, m, k, contiguous=True, ratio=1.05):
     """'onednn' or 'blas' for the product `x @ weight.T`, x (rows, k) and weight (m, k) (`contiguous`: laid out as
@@ -339,16 +355,7 @@ def linear_library(rows, m, k, contiguous=True, ratio=1.05):
     compiling goes to the BLAS"""
     if _cpu_matmul != 'by shape':
         return _cpu_matmul
-    rows = _probe_rows(rows)
-    known = _linear_shapes.get((rows, m, k, contiguous))
-    if known is not None: # every product asks: a shape met before returns before the timing below is set up
-        return known
-    def products(g):
-        x = torch.randn(rows, k, generator=g, device='cpu') # on the CPU even under `with torch.device('meta')`
-        w = torch.randn(*((m, k) if contiguous else (k, m)), generator=g, device='cpu')
-        w = w if contiguous else w.t() # (m, k) in the layout it is passed in: a transposed view
-        return {'blas': lambda: F.linear(x, w), 'onednn': lambda: onednn_linear(x, w)}
-    return _shape_library(_linear_shapes, (rows, m, k, contiguous), products, ratio)
+    return _shape_library(_linear_shapes, (_probe_rows(rows), m, k, contiguous), _linear_products, ratio)
 
 def weight_grad_library(rows, m, k, ratio=1.05):
     """'onednn' or 'blas' for the weight gradient `grad.T @ x`, grad (rows, m) and x (rows, k): the library that ran
@@ -356,12 +363,7 @@ def weight_grad_library(rows, m, k, ratio=1.05):
     forces applies instead; compiled code cannot time, so a shape first met while compiling goes to the BLAS"""
     if _cpu_weight_grad != 'by shape':
         return _cpu_weight_grad
-    rows = _probe_rows(rows)
-    def products(g):
-        grad = torch.randn(rows, m, generator=g, device='cpu')
-        x = torch.randn(rows, k, generator=g, device='cpu')
-        return {'blas': lambda: grad.t() @ x, 'onednn': lambda: weight_grad_onednn(grad, x).contiguous()}
-    return _shape_library(_weight_grad_shapes, (rows, m, k), products, ratio)
+    return _shape_library(_weight_grad_shapes, (_probe_rows(rows), m, k), _weight_grad_products, ratio)
 
 # %% ../nbs/00_common.ipynb #0d1e2f45
 ONEDNN_MIN_MACS = 2**22 # smaller products stay with the BLAS: a oneDNN call costs ~10 us more
